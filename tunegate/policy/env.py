@@ -1,0 +1,135 @@
+"""The environment a policy is evaluated in: versions, device, compute capability.
+
+Versions come from package metadata, so reading them imports neither torch nor triton. The
+device is probed only when asked for (that does import torch). Every fact can be overridden,
+for what-if explanations and tests; a fact that is `None` is unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as metadata
+import os
+import platform
+import re
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .versions import InvalidGate, parse_version
+
+__all__ = ["ENV_FACTS", "Environment", "InvalidEnvironment", "detect_environment"]
+
+ENV_FACTS = ("triton", "torch", "python", "cuda", "device", "capability", "gpu")
+_VERSION_FACTS = ("triton", "torch", "python", "cuda", "capability")
+_TRITON_DISTS = ("triton", "pytorch-triton", "triton-rocm", "pytorch-triton-rocm")
+
+
+class InvalidEnvironment(ValueError):
+    """An override that names no fact or gives a value the fact cannot take."""
+
+
+class Environment(BaseModel):
+    """Facts about where kernels will run. `None` means unknown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    triton: str | None = None
+    torch: str | None = None
+    python: str | None = None
+    cuda: str | None = None
+    device: Literal["cuda", "hip", "cpu"] | None = None
+    capability: str | None = None
+    gpu: str | None = None
+    overridden: tuple[str, ...] = ()
+
+    @field_validator(*_VERSION_FACTS)
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_version(value)
+            except InvalidGate as e:
+                raise ValueError(str(e)) from None
+        return value
+
+    def fact(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def with_overrides(self, overrides: Mapping[str, str | None]) -> "Environment":
+        """A copy with the given facts replaced; 'unknown' or '' makes a fact unknown."""
+        data = self.model_dump()
+        for key, value in overrides.items():
+            if key not in ENV_FACTS:
+                raise InvalidEnvironment(
+                    f"unknown environment fact {key!r} (known: {', '.join(ENV_FACTS)})"
+                )
+            data[key] = None if value in (None, "", "unknown", "none") else value
+        data["overridden"] = tuple(sorted(set(self.overridden) | set(overrides)))
+        try:
+            return Environment(**data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise InvalidEnvironment(f"environment fact {where}: {err['msg']}") from None
+
+    def fingerprint(self) -> str:
+        """A short stable hash of the facts that change generated code or its behaviour."""
+        facts = self.model_dump(exclude={"overridden"})
+        text = ";".join(f"{k}={facts[k]}" for k in sorted(facts))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, str]:
+        """Each fact as text, 'unknown' where it is not known."""
+        return {k: "unknown" if getattr(self, k) is None else str(getattr(self, k))
+                for k in ENV_FACTS}
+
+
+def _dist_version(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _torch_cuda_version() -> str | None:
+    """The CUDA version torch was built with, read from its version.py without importing it."""
+    try:
+        path = metadata.distribution("torch").locate_file("torch/version.py")
+        text = open(path, encoding="utf-8").read()  # noqa: SIM115 - tiny file
+    except (metadata.PackageNotFoundError, OSError):
+        return None
+    m = re.search(r"^cuda\b[^=]*=\s*['\"]([\d.]+)['\"]", text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def _probe_device() -> dict[str, str | None]:
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return {"device": "cpu"}
+    try:
+        import torch
+    except ImportError:
+        return {"device": "cpu"}
+    if not torch.cuda.is_available():
+        return {"device": "cpu"}
+    major, minor = torch.cuda.get_device_capability()
+    return {
+        "device": "hip" if getattr(torch.version, "hip", None) else "cuda",
+        "capability": f"{major}.{minor}",
+        "gpu": torch.cuda.get_device_name(),
+    }
+
+
+def detect_environment(*, probe_device: bool = False) -> Environment:
+    """The installed versions; with `probe_device`, also the device and its capability."""
+    facts: dict[str, Any] = {
+        "triton": _dist_version(_TRITON_DISTS),
+        "torch": _dist_version(("torch",)),
+        "python": platform.python_version(),
+        "cuda": _torch_cuda_version(),
+    }
+    if probe_device:
+        facts.update(_probe_device())
+    return Environment(**facts)

@@ -1,0 +1,137 @@
+"""`match` predicates: a small whitelisted grammar over config values, never `eval`ed.
+
+A name whose value is a per-loop list compares element by element and holds if any element
+does; the result records which loops made it hold, so an explanation can say "loop 1".
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ._predicate_parser import BoolOp, Compare, Literal, Name, Node, Not, PredicateSyntaxError
+from ._predicate_parser import parse as _parse
+
+__all__ = ["MISSING", "Predicate", "PredicateResult", "PredicateSyntaxError"]
+
+MISSING: Any = object()
+"""What a lookup returns for a name the config does not have: every comparison on it is false."""
+
+_CMP: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "in": lambda a, b: any(_same(a, x) for x in b),
+    "not in": lambda a, b: not any(_same(a, x) for x in b),
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality that does not take `True` for `1` or `None` for anything."""
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return a is b
+    return a == b
+
+
+@dataclass
+class PredicateResult:
+    """Whether the predicate held, and per name the loop indices that made it hold."""
+
+    holds: bool
+    loops: dict[str, list[int]] = field(default_factory=dict)
+
+
+class Predicate:
+    """A parsed predicate; equal by its text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._tree: Node = _parse(text)
+
+    def __repr__(self) -> str:
+        return f"Predicate({self.text!r})"
+
+    def names(self) -> list[tuple[str, int]]:
+        """Every name the predicate reads, with its offset in the text."""
+        out: list[tuple[str, int]] = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, Name):
+                out.append((node.name, node.pos))
+            elif isinstance(node, Compare):
+                walk(node.left), walk(node.right)
+            elif isinstance(node, BoolOp):
+                for item in node.items:
+                    walk(item)
+            elif isinstance(node, Not):
+                walk(node.item)
+
+        walk(self._tree)
+        return out
+
+    def is_any_decomposable(self) -> bool:
+        """True if the predicate holds for a list exactly when it holds for one of its elements.
+
+        That is so for a single comparison or an `or` of them; `and` and `not` break it.
+        """
+        tree = self._tree
+        items = tree.items if isinstance(tree, BoolOp) and tree.op == "or" else (tree,)
+        return all(isinstance(i, (Compare, Name)) for i in items)
+
+    def evaluate(self, lookup: Callable[[str], Any]) -> PredicateResult:
+        """Evaluate with `lookup(name)` giving a value, a per-loop tuple or `MISSING`."""
+        loops: dict[str, list[int]] = {}
+        holds = self._eval(self._tree, lookup, loops)
+        return PredicateResult(holds, loops if holds else {})
+
+    def _eval(self, node: Any, lookup: Callable[[str], Any], loops: dict[str, list[int]]) -> bool:
+        if isinstance(node, BoolOp):
+            results = [self._eval(i, lookup, loops) for i in node.items]
+            return all(results) if node.op == "and" else any(results)
+        if isinstance(node, Not):
+            return not self._eval(node.item, lookup, {})
+        if isinstance(node, Compare):
+            return self._compare(node, lookup, loops)
+        value = self._value(node, lookup)
+        if isinstance(node, Name) and isinstance(value, tuple):
+            hits = [i for i, v in enumerate(value) if v]
+            if hits:
+                loops.setdefault(node.name, []).extend(hits)
+            return bool(hits)
+        return value is not MISSING and bool(value)
+
+    def _value(self, node: Any, lookup: Callable[[str], Any]) -> Any:
+        if isinstance(node, Name):
+            return lookup(node.name)
+        if isinstance(node, Literal):
+            return node.value
+        return self._eval(node, lookup, {})
+
+    def _compare(self, node: Compare, lookup: Callable[[str], Any],
+                 loops: dict[str, list[int]]) -> bool:
+        left, right = self._value(node.left, lookup), self._value(node.right, lookup)
+        if left is MISSING or right is MISSING:
+            return False
+        fn = _CMP[node.op]
+        # A per-loop list on either side: any element may make the comparison hold.
+        if isinstance(left, tuple) and isinstance(node.left, Name):
+            hits = [i for i, v in enumerate(left) if _safe(fn, v, right)]
+            if hits:
+                loops.setdefault(node.left.name, []).extend(hits)
+            return bool(hits)
+        if isinstance(right, tuple) and isinstance(node.right, Name):
+            hits = [i for i, v in enumerate(right) if _safe(fn, left, v)]
+            if hits:
+                loops.setdefault(node.right.name, []).extend(hits)
+            return bool(hits)
+        return _safe(fn, left, right)
+
+
+def _safe(fn: Callable[[Any, Any], bool], a: Any, b: Any) -> bool:
+    """A comparison; values of unlike kinds (None < 1, 'a' < 2) simply do not satisfy it."""
+    if fn in (operator.eq, operator.ne):
+        return _same(a, b) if fn is operator.eq else not _same(a, b)
+    try:
+        return bool(fn(a, b))
+    except TypeError:
+        return False

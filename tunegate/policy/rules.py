@@ -1,0 +1,153 @@
+"""A policy rule as written in policies.toml, validated by pydantic."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
+                      field_validator, model_validator)
+
+from ..space.features import FEATURES, feature
+from ..space.helion import HELION_FIELDS
+from ..space.space import LAUNCH_OPTIONS
+from .predicate import Predicate
+from .traits import TRAITS
+from .versions import VersionGate
+
+__all__ = ["ACTIONS", "Conditions", "Rule", "RuleSource"]
+
+ACTIONS = ("disable", "experimental")
+_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_BUG = re.compile(r"^([\w.-]+/[\w.-]+#\d+|https?://\S+|[\w.-]+ [\w.-]+ release)$")
+_CONSTEXPR = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def _gate(value: Any) -> Any:
+    return value if isinstance(value, VersionGate) or value is None else VersionGate(str(value))
+
+
+def _predicate(value: Any) -> Any:
+    return value if isinstance(value, Predicate) or value is None else Predicate(str(value))
+
+
+Gate = Annotated[
+    VersionGate, BeforeValidator(_gate), PlainSerializer(lambda g: g.text, return_type=str)
+]
+PredicateField = Annotated[
+    Predicate, BeforeValidator(_predicate), PlainSerializer(lambda p: p.text, return_type=str)
+]
+
+
+class RuleSource(BaseModel):
+    """Where a rule was written: the file, the line of its `[[rule]]` and the layer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int
+    layer: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class Conditions(BaseModel):
+    """Facts that must all hold (`[rule.when]`) or that lift a rule once they hold (`until`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    triton: Gate | None = None
+    torch: Gate | None = None
+    python: Gate | None = None
+    cuda: Gate | None = None
+    device: Literal["cuda", "hip", "cpu"] | None = None
+    capability: Gate | None = None
+    kernel: tuple[str, ...] = ()
+
+    @field_validator("kernel", mode="before")
+    @classmethod
+    def _known_traits(cls, traits: Any) -> Any:
+        traits = [traits] if isinstance(traits, str) else traits
+        for t in traits:
+            if t not in TRAITS:
+                raise ValueError(f"unknown kernel trait {t!r} (known: {', '.join(TRAITS)})")
+        return traits
+
+    def given(self) -> dict[str, Any]:
+        """The keys that were written, with their values."""
+        return {k: getattr(self, k) for k in self.model_fields_set if getattr(self, k)}
+
+    def is_empty(self) -> bool:
+        return not self.given()
+
+
+class Rule(BaseModel):
+    """One `[[rule]]` of a policy file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    id: str
+    title: str
+    action: Literal["disable", "experimental"]
+    bugs: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
+    match: PredicateField | None = None
+    reason: str
+    enabled: bool = True
+    when: Conditions = Field(default_factory=Conditions)
+    until: Conditions | None = None
+    source: RuleSource | None = Field(default=None, exclude=True)
+
+    @field_validator("id")
+    @classmethod
+    def _kebab(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError(f"rule id {value!r} must be lowercase kebab-case, like 'my-rule-1'")
+        return value
+
+    @field_validator("bugs")
+    @classmethod
+    def _bug_refs(cls, bugs: tuple[str, ...]) -> tuple[str, ...]:
+        for b in bugs:
+            if not _BUG.match(b):
+                raise ValueError(f"bug reference {b!r} must look like 'owner/repo#123' or a URL")
+        return bugs
+
+    @field_validator("features")
+    @classmethod
+    def _known_features(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            feature(name)
+        return names
+
+    @field_validator("match")
+    @classmethod
+    def _known_names(cls, pred: Predicate | None) -> Predicate | None:
+        if pred is None:
+            return pred
+        for name, pos in pred.names():
+            if not (name in FEATURES or name in HELION_FIELDS or name in LAUNCH_OPTIONS
+                    or _CONSTEXPR.match(name)):
+                raise ValueError(
+                    f"unknown name {name!r} at column {pos + 1} of match {pred.text!r}: use a "
+                    "feature, a Helion config field, a launch option or an UPPER_CASE constexpr"
+                )
+        return pred
+
+    @field_validator("until")
+    @classmethod
+    def _until_not_empty(cls, until: Conditions | None) -> Conditions | None:
+        if until is not None and until.is_empty():
+            raise ValueError("[rule.until] must give at least one condition")
+        return until
+
+    @model_validator(mode="after")
+    def _narrow(self) -> "Rule":
+        if not self.features and self.match is None and not self.when.kernel:
+            raise ValueError("a rule needs `features`, `match` or `when.kernel`, or it would "
+                             "match every config everywhere")
+        return self
+
+    def where(self) -> str:
+        return str(self.source) if self.source else "(built in code)"

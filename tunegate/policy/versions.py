@@ -1,0 +1,82 @@
+"""Version gates: PEP 440 specifier sets read as statements about *order*.
+
+A gate asks "is this build before the fix?", not "would pip pick it?". So a pre-release or dev
+build of a fixing version is before it (`3.7.0rc1` satisfies `<3.7`, not `>=3.7`), and a local
+build is the release it was cut from (`3.6.0+git1a2b` satisfies `==3.6.0`). `packaging` parses;
+the comparison is ours, so no installed `packaging` version's pre-release defaults leak in.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+__all__ = ["InvalidGate", "VersionGate", "parse_version"]
+
+
+class InvalidGate(ValueError):
+    """A specifier set or version that cannot be read."""
+
+
+def parse_version(text: str) -> Version:
+    """A version without its local part (`2.11.0+cu130` -> `2.11.0`)."""
+    try:
+        return Version(Version(text).public)
+    except InvalidVersion:
+        raise InvalidGate(f"not a version: {text!r}") from None
+
+
+def _release(v: Version, n: int) -> tuple[int, ...]:
+    return (v.release + (0,) * n)[:n]
+
+
+def _holds(spec: Specifier, v: Version) -> bool:
+    op, text = spec.operator, spec.version
+    if op in ("==", "!=") and text.endswith(".*"):
+        prefix = tuple(int(p) for p in text[:-2].split("."))
+        equal = _release(v, len(prefix)) == prefix
+        return equal if op == "==" else not equal
+    if op == "===":
+        return str(v) == text
+    target = Version(text)
+    if op == "~=":
+        prefix = target.release[:-1]
+        return v >= target and _release(v, len(prefix)) == prefix
+    return {
+        "==": v == target,
+        "!=": v != target,
+        "<": v < target,
+        "<=": v <= target,
+        ">": v > target,
+        ">=": v >= target,
+    }[op]
+
+
+class VersionGate:
+    """A specifier set evaluated by version order; immutable, equal by its text."""
+
+    __slots__ = ("_specs", "text")
+
+    def __init__(self, text: str) -> None:
+        try:
+            specs = SpecifierSet(text)
+        except InvalidSpecifier as e:
+            raise InvalidGate(f"invalid version specifier {text!r}: {e}") from None
+        if not list(specs):
+            raise InvalidGate(f"empty version specifier {text!r}")
+        self._specs = tuple(specs)
+        self.text = text
+
+    def __contains__(self, version: str | Version) -> bool:
+        v = version if isinstance(version, Version) else parse_version(version)
+        v = Version(v.public)
+        return all(_holds(s, v) for s in self._specs)
+
+    def __repr__(self) -> str:
+        return f"VersionGate({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VersionGate) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)

@@ -1,0 +1,165 @@
+"""Spaces of named parameters and the configs that are points of them."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+from typing import Any, Iterator, Mapping
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from .domains import Domain, PerLoop
+from .features import feature
+
+__all__ = ["LAUNCH_OPTIONS", "Config", "InvalidConfig", "Parameter", "Space"]
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+"""Parameters passed to a Triton launch rather than to the kernel as constexprs."""
+
+
+class InvalidConfig(ValueError):
+    """A config that is not a point of its space: names the parameter, value and domain."""
+
+
+class Parameter(BaseModel):
+    """A tunable parameter: its domain and, optionally, the feature it controls."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    domain: Domain
+    features: tuple[str, ...] = ()
+    doc: str = ""
+
+    @field_validator("features", mode="before")
+    @classmethod
+    def _known_features(cls, names: Any) -> Any:
+        names = (names,) if isinstance(names, str) else names
+        for name in names:
+            feature(name)
+        return names
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class Config(BaseModel):
+    """A validated point of a space: parameter name -> value. Immutable and hashable."""
+
+    model_config = ConfigDict(frozen=True)
+
+    values: dict[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self.key() == other.key()
+
+    def key(self) -> str:
+        """Canonical JSON: equal configs have equal keys."""
+        return json.dumps(self.values, sort_keys=True, separators=(",", ":"))
+
+    def to_json(self) -> str:
+        return self.key()
+
+    @classmethod
+    def from_json(cls, text: str) -> "Config":
+        return cls(values={k: _freeze(v) for k, v in json.loads(text).items()})
+
+    def replace(self, **changes: Any) -> "Config":
+        return Config(values={**self.values, **{k: _freeze(v) for k, v in changes.items()}})
+
+    def text(self) -> str:
+        """`key=value, ...` in the order of the values, as a person would type it."""
+        def fmt(v: Any) -> str:
+            if isinstance(v, tuple):
+                return "[" + ", ".join(fmt(x) for x in v) + "]"
+            return repr(v)
+
+        return ", ".join(f"{k}={fmt(v)}" for k, v in self.values.items())
+
+
+class Space(BaseModel):
+    """Named parameters; the cross product of their domains."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    parameters: dict[str, Parameter]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.parameters)
+
+    def bound_to(self, feature_name: str) -> list[str]:
+        """Names of the parameters that control `feature_name`."""
+        return [n for n, p in self.parameters.items() if feature_name in p.features]
+
+    def cardinality(self) -> int:
+        return math.prod(p.domain.cardinality() for p in self.parameters.values())
+
+    def default(self) -> Config:
+        return Config(values={n: _freeze(p.domain.default()) for n, p in self.parameters.items()})
+
+    def validate_config(self, values: Mapping[str, Any] | Config) -> Config:
+        """A config of exactly this space's parameters, each inside its domain."""
+        if isinstance(values, Config):
+            values = values.values
+        unknown = sorted(set(values) - set(self.parameters))
+        if unknown:
+            raise InvalidConfig(
+                f"unknown parameter {unknown[0]!r} (this space has: {', '.join(self.parameters)})"
+            )
+        missing = [n for n in self.parameters if n not in values]
+        if missing:
+            raise InvalidConfig(f"missing parameter {missing[0]!r}")
+        for name, param in self.parameters.items():
+            value = _freeze(values[name])
+            if not param.domain.contains(value):
+                raise InvalidConfig(
+                    f"parameter {name!r}: value {_show(value)} is not in {param.domain.describe()}"
+                )
+        return Config(values={n: _freeze(values[n]) for n in self.parameters})
+
+    def complete(self, values: Mapping[str, Any]) -> Config:
+        """Validate `values`, taking each parameter that is not given from its default."""
+        full = {n: values[n] if n in values else p.domain.default()
+                for n, p in self.parameters.items()}
+        full.update({k: v for k, v in values.items() if k not in full})
+        return self.validate_config(full)
+
+    def configs(self) -> Iterator[Config]:
+        """Every config of the space (mind `cardinality()` first)."""
+        names = list(self.parameters)
+        for combo in itertools.product(*(list(self.parameters[n].domain.values()) for n in names)):
+            yield Config(values={n: _freeze(v) for n, v in zip(names, combo)})
+
+    def sample(self, rng: random.Random) -> Config:
+        return Config(
+            values={n: _freeze(p.domain.sample(rng)) for n, p in self.parameters.items()}
+        )
+
+    def neighbors(self, config: Config) -> list[Config]:
+        out = []
+        for name, param in self.parameters.items():
+            for v in param.domain.neighbors(config[name]):
+                out.append(config.replace(**{name: v}))
+        return out
+
+    def encode(self, config: Config) -> list[float]:
+        return [x for n, p in self.parameters.items() for x in p.domain.encode(config[n])]
+
+    def is_per_loop(self, name: str) -> bool:
+        return isinstance(self.parameters[name].domain, PerLoop)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value)
