@@ -1,0 +1,33 @@
+"""tunegate: policy-driven, accuracy-checked autotuning for Triton kernels.
+
+`tunegate.space` says what can be tuned, `tunegate.policy` what may be tuned here, and
+`tunegate.autotune` finds the fastest allowed config that computes the right answer.
+Importing `tunegate` or `tunegate.policy` imports neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .policy import Environment, Policy, PolicyError, Verdict, detect_environment, detect_traits
+from .reasons import Reason
+from .space import Config, Parameter, Space, helion_space, parse_config_text
+
+__version__ = "0.1.0"
+
+_AUTOTUNE = ("Budget", "Task", "TuneError", "TuneResult", "Tuner", "autotune", "tune",
+             "interpret_without_gpu")
+
+__all__ = [
+    "Budget", "Config", "Environment", "Parameter", "Policy", "PolicyError", "Reason", "Space",
+    "Task", "TuneError", "TuneResult", "Tuner", "Verdict", "autotune", "detect_environment",
+    "detect_traits", "helion_space", "interpret_without_gpu", "parse_config_text", "tune",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _AUTOTUNE:
+        from . import autotune
+
+        return getattr(autotune, name)
+    raise AttributeError(f"module 'tunegate' has no attribute {name!r}")

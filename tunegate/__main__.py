@@ -1,0 +1,7 @@
+"""`python -m tunegate`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,85 @@
+"""Text for people: aligned tables and the explain report. The CLI prints what these return."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any, Sequence
+
+from .policy import Environment, Verdict
+
+__all__ = ["explanation", "table"]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Left-aligned columns separated by two spaces, with a rule under the header."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _loops(loops: dict[str, list[int]]) -> str:
+    return "; ".join(f"{name} at loop {', '.join(map(str, idx))}" for name, idx in loops.items())
+
+
+def _features(features: dict[str, Any]) -> str:
+    out = []
+    for name, hit in features.items():
+        out.append(name if hit is True else f"{name} (loop {', '.join(map(str, hit))})")
+    return ", ".join(out)
+
+
+def _wrap(text: str, indent: str = "      ") -> str:
+    return textwrap.fill(text, width=96, initial_indent=indent, subsequent_indent=indent)
+
+
+def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: str | None,
+                history: list[dict[str, Any]] | None = None) -> str:
+    """The whole explain report: verdict, matching rules, possible rules, inactive rules."""
+    facts = env.describe()
+    env_line = ", ".join(f"{k} {facts[k]}" for k in ("triton", "torch", "device", "capability"))
+    if env.overridden:
+        env_line += f"  (set by hand: {', '.join(env.overridden)})"
+    out = [
+        f"config   {config_text}",
+        f"verdict  {verdict.status.upper()}",
+        f"env      {env_line}",
+        f"kernel   {kernel or 'none given: kernel traits are unknown'}",
+    ]
+    if verdict.features_used:
+        out.append(f"features {_features(verdict.features_used)}")
+    for action, heading in (("disable", "Excluded by"),
+                            ("experimental", "Experimental: accuracy-checked before its timing "
+                                             "counts")):
+        hits = [m for m in verdict.matched if m.action == action]
+        if hits:
+            out += ["", heading]
+        for m in hits:
+            out.append(f"  {m.rule}  ({m.source})")
+            out.append(f"      {m.title}")
+            if m.bugs:
+                out.append(f"      bugs: {', '.join(m.bugs)}")
+            what = "; ".join(x for x in (_features(m.features), _loops(m.loops)) if x)
+            if what:
+                out.append(f"      matched: {what}")
+            out.append(_wrap("why: " + m.reason))
+    if verdict.possible:
+        out += ["", "Could also apply if these facts were known"]
+        for p in verdict.possible:
+            out.append(f"  {p.rule}  ({p.action}, {p.source}) needs: {', '.join(p.unknown)}")
+            if p.bugs:
+                out.append(f"      bugs: {', '.join(p.bugs)}")
+    if verdict.inactive:
+        out += ["", "Not applied here"]
+        out.append(textwrap.indent(table(["rule", "why"], [(i.rule, i.why)
+                                                          for i in verdict.inactive]), "  "))
+    if history is not None:
+        out += ["", "Recorded history"]
+        if not history:
+            out.append("  no trials of this config are recorded for this kernel")
+        for h in history:
+            out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}")
+            for k, v in (h.get("evidence") or {}).items():
+                out.append(f"      {k}: {v}")
+    return "\n".join(out)

@@ -1,0 +1,134 @@
+"""Accuracy checking: poison outputs, restore inputs, compare with dtype-aware tolerances.
+
+Unwritten output elements must fail, so outputs are filled with NaN (floats) or a sentinel
+(integers) before every run. Arguments are restored before every run, and every tensor argument
+is compared afterwards, so a kernel that corrupts an input it should only read fails too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["DEFAULT_TOLERANCES", "Mismatch", "compare", "poison", "tolerance"]
+
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-9),
+    "float32": (1e-4, 1e-5),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
+"""(rtol, atol) per dtype; every other dtype (integers, bool, fp8) is compared bit for bit."""
+
+_FP8 = {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                    "float8_e5m2fnuz") if hasattr(torch, n)}
+
+
+class Mismatch(BaseModel):
+    """Evidence that one argument came out wrong."""
+
+    model_config = ConfigDict(frozen=True)
+
+    argument: str
+    mismatched: int
+    total: int
+    unwritten: int  # elements still holding the poison (NaN or sentinel) after the run
+    max_abs_error: float | None  # over the finite mismatches
+    max_rel_error: float | None
+    first_index: list[int]
+    got: str
+    expected: str
+    rtol: float
+    atol: float
+
+    def summary(self) -> str:
+        err = "" if self.max_abs_error is None else (
+            f", max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
+        if self.unwritten:
+            err += f", {self.unwritten} unwritten or NaN"
+        return (f"{self.argument}: {self.mismatched} of {self.total} elements wrong{err}; "
+                f"first at {tuple(self.first_index)}: got {self.got}, expected {self.expected}")
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _bitwise(dtype: torch.dtype) -> bool:
+    return not dtype.is_floating_point or dtype in _FP8
+
+
+def tolerance(dtype: torch.dtype, overrides: Mapping[str, tuple[float, float]] | None = None
+              ) -> tuple[float, float]:
+    """(rtol, atol) for `dtype`: the override, the default, or exact."""
+    name = _name(dtype)
+    if overrides and name in overrides:
+        return overrides[name]
+    if _bitwise(dtype):
+        return (0.0, 0.0)
+    return DEFAULT_TOLERANCES.get(name, (1e-4, 1e-5))
+
+
+def poison(t: torch.Tensor) -> None:
+    """Fill with a value no correct kernel writes by accident: NaN, or an integer sentinel."""
+    if t.dtype in _FP8:
+        t.view(torch.uint8).fill_(0x7F)  # NaN in both e4m3fn and e5m2
+    elif t.dtype.is_floating_point or t.dtype.is_complex:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        info = torch.iinfo(t.dtype)
+        t.fill_(info.min if info.min < 0 else info.max)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    if t.dtype in _FP8:
+        return t.view(torch.uint8)
+    return t
+
+
+def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
+            overrides: Mapping[str, tuple[float, float]] | None = None) -> Mismatch | None:
+    """None if `got` matches `expected` within tolerance, else the evidence."""
+    if got.shape != expected.shape:
+        return Mismatch(argument=name, mismatched=got.numel(), total=got.numel(),
+                        unwritten=0, max_abs_error=None, max_rel_error=None, first_index=[],
+                        got=f"shape {tuple(got.shape)}", expected=f"shape {tuple(expected.shape)}",
+                        rtol=0.0, atol=0.0)
+    rtol, atol = tolerance(expected.dtype, overrides)
+    g, e = got.detach().cpu(), expected.detach().cpu().to(got.dtype)
+    max_abs = max_rel = None
+    if _bitwise(got.dtype):
+        bad = _bits(g) != _bits(e)
+        sentinel = g.clone()
+        poison(sentinel)
+        unwritten = int((bad & (_bits(g) == _bits(sentinel))).sum())
+    else:
+        g64, e64 = g.to(torch.float64), e.to(torch.float64)
+        diff = (g64 - e64).abs()
+        both_nan = g64.isnan() & e64.isnan()
+        same_inf = g64.isinf() & (g64 == e64)
+        bad = ~((diff <= atol + rtol * e64.abs()) | both_nan | same_inf)
+        unwritten = int((bad & g64.isnan()).sum())
+        finite = bad & diff.isfinite()
+        if finite.any():
+            max_abs = float(diff[finite].max())
+            max_rel = float((diff / e64.abs().clamp_min(1e-30))[finite].max())
+    count = int(bad.sum())
+    if count == 0:
+        return None
+    flat = int(bad.flatten().nonzero()[0])
+    index = [int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape)] \
+        if bad.dim() else []
+    return Mismatch(argument=name, mismatched=count, total=bad.numel(), unwritten=unwritten,
+                    max_abs_error=max_abs, max_rel_error=max_rel, first_index=index,
+                    got=_show(g.flatten()[flat]), expected=_show(e.flatten()[flat]),
+                    rtol=rtol, atol=atol)
+
+
+def _show(x: Any) -> str:
+    v = x.item() if hasattr(x, "item") else x
+    return f"{v:.6g}" if isinstance(v, float) else str(v)

@@ -1,0 +1,116 @@
+"""`tunegate tune FILE[:TASK]`: tune a task declared in a kernel file, with progress and a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_tune_parser"]
+
+
+def _progress(event: dict[str, Any]) -> None:
+    """One line per trial on stderr, for people watching."""
+    if event["event"] == "start":
+        print(f"tuning with the {event['strategy']} strategy, up to {event['budget']} configs",
+              file=sys.stderr)
+    elif event["event"] == "trial":
+        t = event["trial"]
+        what = f"{t.time_ms:10.4g} ms" if t.time_ms is not None else f"{t.status:>13}"
+        if t.status == "ok" and t.checked_draws:
+            what += " (checked)"
+        text = ", ".join(f"{k}={v}" for k, v in t.config.items())
+        print(f"[{event['n']:>3}] {what:<24} {text}", file=sys.stderr)
+    elif event["event"] == "winner_check":
+        print(f"      checking the fastest: {event['config'].text()}", file=sys.stderr)
+
+
+def _summary(result: Any, reference: str) -> str:
+    from .._render import table
+
+    label = "interpreter timing (CPU, not GPU speed)" if result.timing == "interpreter" \
+        else "GPU median (do_bench)"
+    rows = [("space", f"{result.space_size} configs"),
+            ("candidates measured", len(result.trials))]
+    rows.append(("excluded by policy", sum(result.removals.values())
+                 if result.removals else 0))
+    for rule, n in result.removals.items():
+        if n:
+            rows.append((f"  by {rule}", n))
+    rows += [("rejected by accuracy check", result.count("wrong")),
+             ("failed (compile/error/timeout/crash)",
+              sum(result.count(s) for s in ("compile_error", "error", "timeout", "crashed"))),
+             ("best time", f"{result.best_time_ms:.4g} ms, {label}"
+              if result.best_time_ms is not None else "-"),
+             ("best config", ", ".join(f"{k}={v}" for k, v in (result.best or {}).items())),
+             ("wall time", f"{result.wall_seconds:.1f} s, of which accuracy checks "
+                           f"{result.check_seconds:.1f} s")]
+    if result.reused:
+        rows.append(("reused", "stored best config, still allowed by the current policy"))
+    out = [table(["", ""], rows)]
+    rejected = [t for t in result.trials if t.status != "ok"]
+    if rejected:
+        out.append("\nRejected configs")
+        for t in rejected[:10]:
+            out.append(f"  {t.status:<13} {', '.join(f'{k}={v}' for k, v in t.config.items())}")
+            if t.reason:
+                out.append(f"                {t.reason.summary}")
+        if len(rejected) > 10:
+            out.append(f"  ... and {len(rejected) - 10} more (--json lists them all)")
+        first = ", ".join(f"{k}={v!r}" for k, v in rejected[0].config.items())
+        out.append(f'\nExplain one:  tunegate policy explain "{first}" --kernel {reference}')
+    out += [f"\nnote: {n}" for n in result.notes]
+    if result.interrupted:
+        out.append("\nnote: interrupted; the best of what was measured is reported")
+    return "\n".join(out)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .backend import interpret_without_gpu
+
+    interpret_without_gpu()  # before the kernel file is imported: triton reads it at @jit
+    from ..kernelfile import resolve
+    from ..policy import Policy
+    from .store import open_store
+    from .task import Task
+    from .tuner import Budget, TuneError, Tuner
+    from .worker import TaskRef
+
+    file, task = resolve(args.task, Task)
+    name = args.task.rpartition(":")[2] if ":" in args.task else next(
+        k for k, v in vars(sys.modules[task.kernel.fn.__module__]).items() if v is task)
+    task = getattr(task, "task", task)
+    reference = f"{file}:{name}"
+    tuner = Tuner(task, TaskRef(str(file.resolve()), name), policy=Policy.load(extra=args.policy),
+                  store=open_store(args.store), strategy=args.strategy,
+                  budget=Budget(configs=args.budget, seconds=args.seconds), seed=args.seed,
+                  draws=args.draws, timeout=args.timeout,
+                  progress=None if args.json else _progress)
+    try:
+        result = tuner.run()
+    except TuneError as e:
+        print(f"tunegate: tuning failed: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        print(_summary(result, reference))
+    return 0
+
+
+def add_tune_parser(verbs: Any) -> None:
+    p = verbs.add_parser("tune", help="tune a kernel file's task (see README: kernel files)")
+    p.add_argument("task", metavar="FILE[:TASK]", help="a Python file declaring a tunegate Task")
+    p.add_argument("--budget", type=int, default=64, help="most configs to measure (64)")
+    p.add_argument("--seconds", type=float, help="wall-clock budget in seconds")
+    p.add_argument("--strategy", default="auto",
+                   help="auto (default), exhaustive, random or pattern")
+    p.add_argument("--seed", type=int, default=0, help="seed for search and inputs")
+    p.add_argument("--draws", type=int, default=2, help="input draws per accuracy check (2)")
+    p.add_argument("--timeout", type=float, help="seconds per config before it is killed")
+    p.add_argument("--store", metavar="PATH", help="SQLite store (default: user cache dir)")
+    p.add_argument("--policy", action="append", default=[], metavar="FILE",
+                   help="an extra policy layer (highest); may be repeated")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.set_defaults(run=cmd_tune)

@@ -1,0 +1,201 @@
+"""The tuning store: trials, quarantine and best configs in SQLite.
+
+Keys: kernel source hash, problem key, environment fingerprint and policy fingerprint.
+Concurrency contract: any number of processes may read and write one database at once. Every
+write is one short `BEGIN IMMEDIATE` transaction on a connection of its own, the journal is WAL
+and writers wait up to `timeout` seconds for the lock, so concurrent tuners serialize their
+writes and never corrupt the file. Nothing is pickled: configs and evidence are JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..reasons import Reason
+from ..space.space import Config
+
+__all__ = ["Best", "Store", "TrialKey", "default_store_path", "open_store"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trials (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL,
+    kernel TEXT NOT NULL,
+    kernel_name TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    env TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL,
+    time_ms REAL,
+    timing TEXT,
+    checked_draws INTEGER NOT NULL DEFAULT 0,
+    reason TEXT,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trials_by_problem ON trials (kernel, problem, env);
+CREATE INDEX IF NOT EXISTS trials_by_config ON trials (kernel, config);
+CREATE TABLE IF NOT EXISTS best (
+    kernel TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    env TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    config TEXT NOT NULL,
+    time_ms REAL,
+    timing TEXT,
+    created REAL NOT NULL,
+    PRIMARY KEY (kernel, problem, env)
+);
+"""
+
+
+def default_store_path() -> Path:
+    """$TUNEGATE_STORE, else tunegate.sqlite in the user's cache directory."""
+    if os.environ.get("TUNEGATE_STORE"):
+        return Path(os.environ["TUNEGATE_STORE"])
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("tunegate")) / "tunegate.sqlite"
+
+
+@dataclass(frozen=True)
+class TrialKey:
+    """What a trial belongs to."""
+
+    run: str
+    kernel: str
+    kernel_name: str
+    problem: str
+    env: str
+    policy: str
+
+
+@dataclass(frozen=True)
+class Best:
+    config: Config
+    policy: str
+    time_ms: float | None
+    timing: str | None
+
+
+class Store:
+    """A SQLite tuning store at `path` (created on first use)."""
+
+    def __init__(self, path: str | os.PathLike[str], timeout: float = 60.0) -> None:
+        self.path = Path(path)
+        self.timeout = timeout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._read() as db:  # executescript manages its own transaction
+            db.executescript(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+        return db
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        db = self._connect()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        finally:
+            db.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        db = self._connect()
+        try:
+            yield db
+        finally:
+            db.close()
+
+    def record(self, key: TrialKey, config: Config, status: str, *, time_ms: float | None = None,
+               timing: str | None = None, checked_draws: int = 0,
+               reason: Reason | None = None) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO trials (run, kernel, kernel_name, problem, env, policy, config, "
+                "status, time_ms, timing, checked_draws, reason, created) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (key.run, key.kernel, key.kernel_name, key.problem, key.env, key.policy,
+                 config.key(), status, time_ms, timing, checked_draws,
+                 reason.model_dump_json() if reason else None, time.time()))
+
+    def quarantined(self, kernel: str, problem: str, env: str) -> dict[Config, Reason]:
+        """Configs that failed an accuracy check for this kernel, problem and environment."""
+        with self._read() as db:
+            rows = db.execute("SELECT config, reason FROM trials WHERE kernel=? AND problem=? "
+                              "AND env=? AND status='wrong'", (kernel, problem, env)).fetchall()
+        return {Config.from_json(r["config"]): Reason.model_validate_json(r["reason"])
+                for r in rows}
+
+    def best(self, kernel: str, problem: str, env: str) -> Best | None:
+        with self._read() as db:
+            row = db.execute("SELECT * FROM best WHERE kernel=? AND problem=? AND env=?",
+                             (kernel, problem, env)).fetchone()
+        if row is None:
+            return None
+        return Best(Config.from_json(row["config"]), row["policy"], row["time_ms"], row["timing"])
+
+    def save_best(self, kernel: str, problem: str, env: str, policy: str, config: Config,
+                  time_ms: float | None, timing: str | None) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO best VALUES (?,?,?,?,?,?,?,?)",
+                       (kernel, problem, env, policy, config.key(), time_ms, timing, time.time()))
+
+    def forget_best(self, kernel: str, problem: str, env: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM best WHERE kernel=? AND problem=? AND env=?",
+                       (kernel, problem, env))
+
+    def history(self, kernel: str, config: Config) -> list[dict[str, Any]]:
+        """Every recorded trial of `config` for `kernel`, newest first, with its rank by time."""
+        with self._read() as db:
+            rows = db.execute("SELECT * FROM trials WHERE kernel=? AND config=? "
+                              "ORDER BY created DESC", (kernel, config.key())).fetchall()
+            out = []
+            for r in rows:
+                entry: dict[str, Any] = {
+                    "when": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])),
+                    "run": r["run"], "problem": r["problem"], "status": r["status"],
+                    "time_ms": r["time_ms"], "timing": r["timing"],
+                }
+                reason = Reason.model_validate_json(r["reason"]) if r["reason"] else None
+                if r["status"] == "ok" and r["time_ms"] is not None:
+                    rank, of = db.execute(
+                        "SELECT SUM(time_ms < ?) + 1, COUNT(*) FROM trials WHERE run=? AND "
+                        "status='ok' AND problem=? AND time_ms IS NOT NULL",
+                        (r["time_ms"], r["run"], r["problem"])).fetchone()
+                    entry["rank"], entry["of"] = rank, of
+                    entry["summary"] = (f"measured {r['time_ms']:.4g} ms ({r['timing']}), "
+                                        f"rank {rank} of {of}")
+                else:
+                    entry["summary"] = f"{r['status']}: " + (reason.summary if reason else "")
+                if reason is not None:
+                    entry["evidence"] = reason.evidence
+                    entry["reason"] = reason.model_dump(mode="json")
+                out.append(entry)
+        return out
+
+    def integrity(self) -> str:
+        with self._read() as db:
+            return db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> Store:
+    return Store(path or default_store_path())

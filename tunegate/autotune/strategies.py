@@ -1,0 +1,117 @@
+"""Search strategies over a policy region. Each proposes batches of configs it has not proposed
+before; the tuner owns budgets, measuring and recording. A strategy never leaves the region.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from abc import ABC, abstractmethod
+from typing import ClassVar, Mapping, Sequence
+
+from ..policy.region import Region
+from ..space.space import Config
+
+__all__ = ["STRATEGIES", "Exhaustive", "PatternSearch", "RandomSearch", "Strategy",
+           "make_strategy"]
+
+Results = Mapping[Config, float | None]  # config -> median ms, or None if it failed
+
+
+class Strategy(ABC):
+    """Proposes configs in batches; `next_batch` returns [] when it has nothing new."""
+
+    name: ClassVar[str]
+
+    def __init__(self, region: Region, rng: random.Random,
+                 points: Sequence[Config] | None = None, batch: int = 8) -> None:
+        self.region, self.rng, self.batch = region, rng, batch
+        self.points = None if points is None else [p for p in points if region.contains(p)]
+        self.proposed: set[Config] = set()
+
+    def _fresh(self, configs: list[Config]) -> list[Config]:
+        out = []
+        for c in configs:
+            if c not in self.proposed:
+                self.proposed.add(c)
+                out.append(c)
+        return out
+
+    def _random(self, n: int, tries: int = 200) -> list[Config]:
+        out: list[Config] = []
+        for _ in range(tries):
+            if len(out) >= n:
+                break
+            c = (self.rng.choice(self.points) if self.points is not None
+                 else self.region.sample(self.rng))
+            out += self._fresh([c])
+        return out
+
+    @abstractmethod
+    def next_batch(self, results: Results) -> list[Config]:
+        """Configs to measure next, none of them proposed before."""
+
+
+class Exhaustive(Strategy):
+    """Every allowed config in order: for small spaces and explicit lists."""
+
+    name = "exhaustive"
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self._iter = iter(self.points) if self.points is not None else self.region.configs()
+
+    def next_batch(self, results: Results) -> list[Config]:
+        return self._fresh(list(itertools.islice(self._iter, self.batch)))
+
+
+class RandomSearch(Strategy):
+    """Uniform draws from the region, without repeats."""
+
+    name = "random"
+
+    def next_batch(self, results: Results) -> list[Config]:
+        return self._random(self.batch)
+
+
+class PatternSearch(Strategy):
+    """Random starts, then the unseen neighbours of the best configs; restarts when stuck."""
+
+    name = "pattern"
+    keep = 3
+
+    def next_batch(self, results: Results) -> list[Config]:
+        timed = sorted((t, c.key(), c) for c, t in results.items() if t is not None)
+        if len(timed) < self.keep:
+            return self._random(self.batch)
+        out: list[Config] = []
+        for _, _, best in timed[: self.keep]:
+            neighbors = (self.region.neighbors(best) if self.points is None
+                         else _nearest(best, self.points))
+            self.rng.shuffle(neighbors)
+            out += self._fresh(neighbors[: self.batch - len(out)])
+            if len(out) >= self.batch:
+                break
+        return out or self._random(self.batch)
+
+
+def _nearest(config: Config, points: Sequence[Config]) -> list[Config]:
+    """In an explicit list, the points that differ from `config` in one parameter."""
+    return [p for p in points
+            if sum(p.values.get(k) != v for k, v in config.values.items()) == 1]
+
+
+STRATEGIES: dict[str, type[Strategy]] = {
+    s.name: s for s in (Exhaustive, RandomSearch, PatternSearch)
+}
+
+
+def make_strategy(name: str, region: Region, rng: random.Random, *, budget: int,
+                  points: Sequence[Config] | None = None) -> Strategy:
+    """The strategy called `name`; 'auto' is exhaustive when everything fits the budget."""
+    if name == "auto":
+        size = len(points) if points is not None else region.upper_bound()
+        name = "exhaustive" if size <= budget else "pattern"
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r} (known: auto, {', '.join(STRATEGIES)})")
+    return STRATEGIES[name](region, rng, points)

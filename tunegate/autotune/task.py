@@ -1,0 +1,117 @@
+"""A tuning task: a kernel, its space, how to launch it, how to make inputs and what is right.
+
+A kernel file declares one or more `Task`s at module level; `tunegate tune FILE[:NAME]` and the
+isolated workers find them there by name, so nothing about a task needs to be pickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..space.domains import Choice
+from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
+
+__all__ = ["Task", "kernel_hash", "space_from_triton_configs"]
+
+Args = dict[str, Any]
+
+
+class Task(BaseModel):
+    """Everything the tuner needs to find the fastest correct config of one kernel.
+
+    - `kernel`: the `@triton.jit` function.
+    - `space`: its tunable parameters; launch options (`num_warps`, …) go to the launch, the
+      rest to the kernel as constexprs. `configs` optionally lists the only points to try.
+    - `grid(meta)`: the launch grid from the arguments and config values (as in triton.autotune).
+    - `make_inputs(seed)`: fresh random arguments (tensors and scalars) for one draw.
+    - `outputs`: names of the arguments the kernel writes; poisoned before every run.
+    - `reference(**args)`: expected outputs (a tensor, a tuple in `outputs` order, a dict, or
+      None after writing them in place). Without it, the baseline config is the reference.
+    - `tolerances`: per-dtype (rtol, atol) overrides, keyed by dtype name ('float16', …).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    name: str
+    kernel: Any
+    space: Space
+    grid: Callable[[Mapping[str, Any]], tuple[int, ...]] | tuple[int, ...]
+    make_inputs: Callable[[int], Args]
+    outputs: tuple[str, ...]
+    reference: Callable[..., Any] | None = None
+    configs: tuple[Config, ...] | None = None
+    launch: Callable[[Args, Config], None] | None = None
+    tolerances: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    key: Callable[[Args], str] | None = None
+
+    def kernel_hash(self) -> str:
+        return kernel_hash(self.kernel)
+
+    def problem_key(self, args: Args) -> str:
+        """A string naming the problem size: shapes and dtypes of tensors, scalar values."""
+        if self.key is not None:
+            return self.key(args)
+        parts = []
+        for name, value in args.items():
+            if hasattr(value, "shape") and hasattr(value, "dtype"):
+                shape = "x".join(str(s) for s in value.shape)
+                parts.append(f"{name}:{shape}:{str(value.dtype).removeprefix('torch.')}")
+            elif isinstance(value, (int, float, bool, str)):
+                parts.append(f"{name}={value}")
+        return ",".join(parts)
+
+    def run(self, args: Args, config: Config) -> None:
+        """Launch the kernel once with `config` on `args`."""
+        if self.launch is not None:
+            self.launch(args, config)
+            return
+        kernel_kwargs, options = split_config(config)
+        meta = {**args, **config.values}
+        grid = self.grid(meta) if callable(self.grid) else self.grid
+        self.kernel[grid](**args, **kernel_kwargs, **options)
+
+
+def split_config(config: Config) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(constexpr kwargs, launch options); unset launch options are left to Triton."""
+    kernel_kwargs = {k: v for k, v in config.values.items() if k not in LAUNCH_OPTIONS}
+    options = {k: v for k, v in config.values.items() if k in LAUNCH_OPTIONS and v is not None}
+    return kernel_kwargs, options
+
+
+def kernel_hash(kernel: Any) -> str:
+    """A hash of the kernel's source: a changed kernel is a new kernel to the store."""
+    fn = getattr(kernel, "fn", kernel)
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        source = repr(fn)
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def space_from_triton_configs(configs: Sequence[Any], features: Mapping[str, str] | None = None
+                              ) -> tuple[Space, tuple[Config, ...]]:
+    """A space spanning a list of `triton.Config`s, and the listed points in it.
+
+    `features` binds parameter names to features (e.g. {"INNER_STAGES": "range_num_stages"}).
+    """
+    points = []
+    for c in configs:
+        values = dict(getattr(c, "kwargs", {}))
+        for opt in LAUNCH_OPTIONS:
+            if getattr(c, opt, None) is not None:
+                values[opt] = getattr(c, opt)
+        points.append(values)
+    names = list(dict.fromkeys(n for p in points for n in p))
+    features = dict(features or {})
+    features.setdefault("num_stages", "num_stages")
+    params = {}
+    for name in names:
+        seen = list(dict.fromkeys(p.get(name) for p in points))
+        params[name] = Parameter(domain=Choice(choices=tuple(seen), default=seen[0]),
+                                 features=(features[name],) if name in features else ())
+    space = Space(parameters=params)
+    return space, tuple(space.complete(p) for p in points)

@@ -1,0 +1,192 @@
+"""Isolated worker processes: a crash, a hang or a poisoned CUDA context costs one config.
+
+The parent sends one request at a time and waits with a timeout. A worker that times out is
+killed; one that dies (a compiler abort, a sticky CUDA error) is replaced; either way the request
+comes back as an `Outcome` with the reason, and the next request gets a fresh process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Literal
+
+__all__ = ["Reply", "TaskRef", "Worker", "WorkerSetupError"]
+
+# Errors after which a CUDA context is unusable: the worker must not take another config.
+_STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
+           "unspecified launch failure", "device-side assert")
+_COMPILE = ("CompilationError", "OutOfResources", "PassManager", "MLIR", "CompileTimeAssertion")
+
+
+class WorkerSetupError(RuntimeError):
+    """The worker could not load the task or build its baseline."""
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """Where a worker finds the task: a Python file and an attribute name in it."""
+
+    file: str
+    name: str
+    inputs: Any = None  # optional picklable callable(seed, device) replacing make_inputs
+
+
+@dataclass
+class Reply:
+    """What one request produced."""
+
+    status: Literal["ok", "error", "compile_error", "timeout", "crashed", "baseline_error"]
+    value: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def _classify(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    if any(s in text for s in _STICKY):
+        return "crashed"
+    if any(s in text for s in _COMPILE):
+        return "compile_error"
+    return "error"
+
+
+def _load(ref: TaskRef) -> Any:
+    from ..kernelfile import load_module
+
+    obj = getattr(load_module(ref.file), ref.name)
+    return getattr(obj, "task", obj)
+
+
+def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
+           stderr_path: str) -> None:
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd, 2)
+    from ..space.space import Config
+    from .runner import BaselineError, Runner
+
+    try:
+        baseline = Config.from_json(baseline_json) if baseline_json else None
+        runner = Runner(_load(ref), seed=seed, baseline=baseline, inputs=ref.inputs)
+        conn.send(("ready", runner.problem_key(), runner.kind))
+    except BaselineError as e:
+        conn.send(("baseline_error", str(e)))
+        return
+    except Exception as e:
+        conn.send(("setup_error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))
+        return
+    while True:
+        try:
+            op, config_json, draws = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        config = Config.from_json(config_json)
+        try:
+            if op == "check":
+                mismatch, draw = runner.check(config, draws)
+                value: Any = (mismatch.model_dump() if mismatch else None, draw)
+            elif op == "time":
+                value = runner.time(config)
+            else:
+                value = runner.compile(config)
+            conn.send(("ok", value))
+        except BaselineError as e:
+            conn.send(("baseline_error", str(e)))
+        except Exception as e:
+            kind = _classify(e)
+            conn.send((kind, f"{type(e).__name__}: {str(e).strip()[:2000]}"))
+            if kind == "crashed":
+                os._exit(3)  # the CUDA context is poisoned: never reuse it
+
+
+class Worker:
+    """One isolated process running one task's configs, replaced after a crash or timeout."""
+
+    def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None,
+                 setup_timeout: float = 600.0) -> None:
+        self.ref, self.seed, self.baseline_json = ref, seed, baseline_json
+        self.setup_timeout = setup_timeout
+        self._proc: Any = None
+        self._conn: Connection | None = None
+        self._stderr = tempfile.NamedTemporaryFile(prefix="tunegate-worker-", suffix=".log",
+                                                   delete=False)
+        self.problem_key: str | None = None
+        self.kind: str | None = None
+
+    def start(self) -> None:
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_child, daemon=True,
+                                 args=(child, self.ref, self.seed, self.baseline_json,
+                                       self._stderr.name))
+        self._proc.start()
+        child.close()
+        if not self._conn.poll(self.setup_timeout):
+            self.stop()
+            raise WorkerSetupError(f"the worker did not start in {self.setup_timeout:.0f} s")
+        try:
+            msg = self._conn.recv()
+        except EOFError:
+            self.stop()
+            raise WorkerSetupError("the worker died while loading the task:\n"
+                                   + self.stderr_tail()) from None
+        if msg[0] != "ready":
+            self.stop()
+            raise WorkerSetupError(msg[1])
+        _, self.problem_key, self.kind = msg
+
+    def stderr_tail(self, lines: int = 12) -> str:
+        try:
+            with open(self._stderr.name, encoding="utf-8", errors="replace") as f:
+                return "".join(f.readlines()[-lines:]).strip()
+        except OSError:
+            return ""
+
+    def request(self, op: str, config_json: str, draws: int = 0,
+                timeout: float = 120.0) -> Reply:
+        """Run one operation on one config; never raises for what the kernel does."""
+        if self._proc is None or not self._proc.is_alive():
+            self.start()
+        assert self._conn is not None
+        start = time.perf_counter()
+        self._conn.send((op, config_json, draws))
+        if not self._conn.poll(timeout):
+            self.stop()
+            return Reply("timeout", error=f"no answer within {timeout:.0f} s (killed)",
+                         seconds=time.perf_counter() - start)
+        try:
+            msg = self._conn.recv()
+        except EOFError:
+            code = self._proc.exitcode if self._proc else None
+            self.stop()
+            tail = self.stderr_tail()
+            return Reply("crashed", error=f"worker died (exit code {code})"
+                         + (f":\n{tail}" if tail else ""), seconds=time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        if msg[0] == "ok":
+            return Reply("ok", value=msg[1], seconds=elapsed)
+        if msg[0] == "crashed":
+            self.stop()
+        return Reply(msg[0], error=msg[1], seconds=elapsed)
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(timeout=10)
+        self._proc = None
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = None
+
+    def close(self) -> None:
+        self.stop()
+        try:
+            os.unlink(self._stderr.name)
+        except OSError:
+            pass

@@ -1,0 +1,268 @@
+"""`tunegate`: a thin command-line layer over tunegate.space, tunegate.policy and tunegate.autotune.
+
+Exit codes: 0 success; 1 a result the user asked to detect (`--fail-on`, a failed tuning run);
+2 bad input (a malformed policy or config, an unknown fact, a missing file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import _render
+from .kernelfile import KernelFileError, resolve
+from .policy import (Environment, InvalidEnvironment, KernelTraits, Policy, PolicyError,
+                     TraitError, detect_environment, detect_traits)
+from .policy.loader import load_file
+from .space import Config, InvalidConfig, Space, helion_space, helion_space_for
+from .space.helion import parse_config_text
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_DETECTED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(ValueError):
+    """Bad command-line input that is not one of the library's own errors."""
+
+
+def _env_overrides(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(f"--env takes KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _environment(args: argparse.Namespace) -> Environment:
+    overrides = _env_overrides(args.env)
+    probe = "device" not in overrides and not getattr(args, "no_probe", False)
+    return detect_environment(probe_device=probe).with_overrides(overrides)
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    return Policy.load(extra=args.policy)
+
+
+def _kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
+    """Traits and, for a Task, the task itself, from `FILE:NAME`."""
+    if reference is None:
+        return None, None
+    from .autotune.task import Task
+
+    _, obj = resolve(reference, Task)
+    obj = getattr(obj, "task", obj)  # a function decorated with tunegate.autotune
+    if isinstance(obj, Task):
+        return detect_traits(obj.kernel), obj
+    return detect_traits(obj), None
+
+
+def _config(text: str, space: Space | None) -> tuple[Config, Space]:
+    values = parse_config_text(text)
+    if space is None:
+        space = helion_space_for(values)
+    return space.complete(values), space
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+# -- policy ----------------------------------------------------------------------------------
+def cmd_explain(args: argparse.Namespace) -> int:
+    policy, env = _policy(args), _environment(args)
+    traits, task = _kernel(args.kernel)
+    config, space = _config(args.config, task.space if task else None)
+    verdict = policy.explain(config, space, env, traits)
+    history = None
+    if task is not None:
+        from .autotune.store import open_store
+
+        history = open_store(args.store).history(task.kernel_hash(), config)
+    if args.json:
+        _print_json({
+            "verdict": verdict.model_dump(mode="json"),
+            "environment": env.model_dump(mode="json"),
+            "kernel": {"name": traits.name, "traits": traits.evidence} if traits else None,
+            "policy": {"fingerprint": policy.fingerprint(), "layers": policy.layers},
+            "history": history,
+        })
+    else:
+        kernel = None
+        if traits is not None:
+            kernel = traits.name + (" — traits: " + ", ".join(sorted(traits.traits))
+                                    if traits.traits else " — no traits")
+        print(_render.explanation(verdict, config.text(), env, kernel, history))
+    order = {"allowed": 0, "experimental": 1, "excluded": 2}
+    if args.fail_on and order[verdict.status] >= order[args.fail_on]:
+        return EXIT_DETECTED
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    files = [Path(f) for f in args.files]
+    if files:
+        problems = []
+        for f in files:
+            try:
+                rules = load_file(f)
+                print(f"{f}: ok, {len(rules)} rule(s)")
+            except PolicyError as e:
+                problems += e.problems
+        if problems:
+            raise PolicyError(problems)
+        return EXIT_OK
+    policy = _policy(args)
+    for layer, path in policy.layers:
+        print(f"{layer:<16} {path}")
+    print(f"ok: {len(policy.rules)} effective rule(s), fingerprint {policy.fingerprint()}")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .policy.verdict import rule_state
+
+    policy, env = _policy(args), _environment(args)
+    rows = []
+    for r in policy.rules:
+        state = rule_state(r, env, None)
+        rows.append({**r.model_dump(mode="json", include={"id", "action", "title"}),
+                     "bugs": list(r.bugs), "source": r.where(), "state": state.state,
+                     "why": state.why or (f"needs {', '.join(state.unknown)}"
+                                          if state.unknown else "")})
+    if args.json:
+        _print_json({"fingerprint": policy.fingerprint(), "rules": rows})
+        return EXIT_OK
+    print(_render.table(["rule", "action", "here", "source", "title"],
+                        [(r["id"], r["action"], r["state"], r["source"], r["title"])
+                         for r in rows]))
+    print(f"\n{len(rows)} rules; policy fingerprint {policy.fingerprint()}")
+    return EXIT_OK
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    env = _environment(args)
+    if args.json:
+        _print_json({**env.model_dump(mode="json"), "fingerprint": env.fingerprint()})
+        return EXIT_OK
+    for key, value in env.describe().items():
+        mark = "  (set by hand)" if key in env.overridden else ""
+        print(f"{key:<11} {value}{mark}")
+    print(f"{'fingerprint':<11} {env.fingerprint()}")
+    return EXIT_OK
+
+
+# -- space -----------------------------------------------------------------------------------
+def cmd_space_show(args: argparse.Namespace) -> int:
+    traits, task = _kernel(args.kernel)
+    if task is not None:
+        space = task.space
+    elif args.config:
+        space = _config(args.config, None)[1]
+    else:
+        space = helion_space(blocks=args.blocks, loops=args.loops)
+    env, policy = _environment(args), _policy(args)
+    region = policy.gate(space, env, traits)
+    total = space.cardinality()
+    params = []
+    for name, p in space.parameters.items():
+        allowed = region.allowed[name]
+        full = list((p.domain.element if hasattr(p.domain, "element") else p.domain).values())
+        params.append({"name": name, "domain": p.domain.describe(), "features": list(p.features),
+                       "default": p.domain.default(),
+                       "excluded_values": [v for v in full if v not in allowed]})
+    removals = [{"rule": r.rule, "removes": r.count, "exact": r.exact, "assumed": r.assumed}
+                for r in region.removals()]
+    if args.json:
+        _print_json({"cardinality": total, "after_restrictions": region.upper_bound(),
+                     "parameters": params, "removals": removals,
+                     "residual_rules": [r.id for r in region.residual]})
+        return EXIT_OK
+    print(_render.table(["parameter", "domain", "features", "default", "excluded here"],
+                        [(p["name"], p["domain"], ", ".join(p["features"]) or "-", p["default"],
+                          ", ".join(map(repr, p["excluded_values"])) or "-") for p in params]))
+    print(f"\n{total} configs; {region.upper_bound()} left after per-parameter restrictions")
+    if removals:
+        print()
+        print(_render.table(["rule", "removes", "note"], [
+            (r["rule"], f"{'' if r['exact'] else '~'}{r['removes']}",
+             "assumed: a fact it needs is unknown" if r["assumed"] else "")
+            for r in removals]))
+    return EXIT_OK
+
+
+# -- parser ----------------------------------------------------------------------------------
+def _common(p: argparse.ArgumentParser, *, env: bool = True) -> None:
+    p.add_argument("--policy", action="append", default=[], metavar="FILE",
+                   help="an extra policy layer (highest); may be repeated")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    if env:
+        p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                       help="override an environment fact (triton, torch, python, cuda, "
+                            "device, capability, gpu)")
+        p.add_argument("--no-probe", action="store_true",
+                       help="do not probe the device (it stays unknown unless --env sets it)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tunegate", description=__doc__.splitlines()[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    policy = verbs.add_parser("policy", help="read, check and apply policies").add_subparsers(
+        dest="policy_verb", required=True)
+    p = policy.add_parser("explain", help="why a config is excluded, experimental or allowed")
+    p.add_argument("config", help="helion.Config(...), key=value, ... or JSON")
+    p.add_argument("--kernel", metavar="FILE:NAME", help="a kernel or task: its traits and space")
+    p.add_argument("--fail-on", choices=["excluded", "experimental"],
+                   help="exit 1 when the verdict is at least this")
+    p.add_argument("--store", metavar="PATH", help="tuning store to read history from")
+    _common(p)
+    p.set_defaults(run=cmd_explain)
+    p = policy.add_parser("check", help="validate policy files (default: the effective layers)")
+    p.add_argument("files", nargs="*")
+    _common(p, env=False)
+    p.set_defaults(run=cmd_check)
+    p = policy.add_parser("list", help="every effective rule and whether it applies here")
+    _common(p)
+    p.set_defaults(run=cmd_list)
+    p = policy.add_parser("env", help="the detected environment facts")
+    _common(p)
+    p.set_defaults(run=cmd_env)
+
+    space = verbs.add_parser("space", help="inspect spaces").add_subparsers(
+        dest="space_verb", required=True)
+    p = space.add_parser("show", help="a space, its features and what the policy removes")
+    p.add_argument("--kernel", metavar="FILE:NAME", help="a task whose space to show")
+    p.add_argument("--config", help="size a Helion space from this config")
+    p.add_argument("--blocks", type=int, default=1, help="Helion space: number of blocks")
+    p.add_argument("--loops", type=int, default=1, help="Helion space: number of loops")
+    _common(p)
+    p.set_defaults(run=cmd_space_show)
+
+    from .autotune.cli import add_tune_parser
+
+    add_tune_parser(verbs)
+    return parser
+
+
+_INPUT_ERRORS = (PolicyError, InvalidConfig, InvalidEnvironment, TraitError, KernelFileError,
+                 UsageError, FileNotFoundError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except _INPUT_ERRORS as e:
+        print(f"tunegate: error: {e}", file=sys.stderr)
+        if isinstance(e, PolicyError):
+            print("hint: the policies.toml schema is in the README", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("tunegate: interrupted", file=sys.stderr)
+        return 130
