@@ -33,11 +33,11 @@ def _summary(result: Any, reference: str) -> str:
         else "GPU median (do_bench)"
     rows = [("space", f"{result.space_size} configs"),
             ("candidates measured", len(result.trials))]
-    rows.append(("excluded by policy", sum(result.removals.values())
-                 if result.removals else 0))
-    for rule, n in result.removals.items():
-        if n:
-            rows.append((f"  by {rule}", n))
+    hits = {rule: n for rule, n in result.removals.items() if n}
+    if not hits:
+        rows.append(("excluded by policy", "none"))
+    for rule, n in hits.items():
+        rows.append((f"excluded by {rule}", n))
     rows += [("rejected by accuracy check", result.count("wrong")),
              ("failed (compile/error/timeout/crash)",
               sum(result.count(s) for s in ("compile_error", "error", "timeout", "crashed"))),
