@@ -1,0 +1,62 @@
+"""Shared test set-up: the interpreter where there is no GPU, hardware markers, helpers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+
+@cache
+def has_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+# Triton reads TRITON_INTERPRET when it decorates a kernel: decide before any test imports one.
+if not has_gpu():
+    os.environ["TRITON_INTERPRET"] = "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "gpu" in item.keywords and not has_gpu():
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+@pytest.fixture
+def write_policy(tmp_path: Path):
+    """Write a policies.toml from dedented text; returns its path."""
+    def write(text: str, name: str = "policies.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text).lstrip())
+        return path
+    return write
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run from an empty folder with no project policy and no $TUNEGATE_POLICY."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TUNEGATE_POLICY", raising=False)
+    return tmp_path
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None
+            ) -> subprocess.CompletedProcess:
+    """`python -m tunegate ARGS` in a fresh process, as a user would run it."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("TUNEGATE_POLICY", None) if env is None or "TUNEGATE_POLICY" not in env else None
+    return subprocess.run([sys.executable, "-m", "tunegate", *args], capture_output=True,
+                          text=True, cwd=cwd or ROOT, env=full_env, timeout=600)
