@@ -15,19 +15,21 @@ from .space import Config, Parameter, Space, helion_space, parse_config_text
 
 __version__ = "0.1.0"
 
-_AUTOTUNE = ("Budget", "Task", "TuneError", "TuneResult", "Tuner", "autotune", "tune",
-             "interpret_without_gpu")
+# `tunegate.autotune` is the subpackage, so its decorator is re-exported as `autotuned`.
+_AUTOTUNE = {"Budget": "Budget", "Task": "Task", "TuneError": "TuneError",
+             "TuneResult": "TuneResult", "Tuner": "Tuner", "autotuned": "autotune",
+             "tune": "tune", "interpret_without_gpu": "interpret_without_gpu"}
 
 __all__ = [
     "Budget", "Config", "Environment", "Parameter", "Policy", "PolicyError", "Reason", "Space",
-    "Task", "TuneError", "TuneResult", "Tuner", "Verdict", "autotune", "detect_environment",
+    "Task", "TuneError", "TuneResult", "Tuner", "Verdict", "autotuned", "detect_environment",
     "detect_traits", "helion_space", "interpret_without_gpu", "parse_config_text", "tune",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name in _AUTOTUNE:
-        from . import autotune
+        import importlib
 
-        return getattr(autotune, name)
+        return getattr(importlib.import_module(".autotune", __name__), _AUTOTUNE[name])
     raise AttributeError(f"module 'tunegate' has no attribute {name!r}")

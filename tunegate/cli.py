@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import _render
+from .autotune.store import StoreError
 from .kernelfile import KernelFileError, resolve
 from .policy import (Environment, InvalidEnvironment, KernelTraits, Policy, PolicyError,
                      TraitError, detect_environment, detect_traits)
@@ -251,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _INPUT_ERRORS = (PolicyError, InvalidConfig, InvalidEnvironment, TraitError, KernelFileError,
-                 UsageError, FileNotFoundError)
+                 UsageError, FileNotFoundError, StoreError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from ..reasons import Reason
 from ..space.space import Config
 
-__all__ = ["Best", "Store", "TrialKey", "default_store_path", "open_store"]
+__all__ = ["Best", "Store", "StoreError", "TrialKey", "default_store_path", "open_store"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -85,15 +85,22 @@ class Best:
     timing: str | None
 
 
+class StoreError(ValueError):
+    """The store cannot be opened or is not a tunegate database."""
+
+
 class Store:
     """A SQLite tuning store at `path` (created on first use)."""
 
     def __init__(self, path: str | os.PathLike[str], timeout: float = 60.0) -> None:
         self.path = Path(path)
         self.timeout = timeout
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._read() as db:  # executescript manages its own transaction
-            db.executescript(_SCHEMA)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._read() as db:  # executescript manages its own transaction
+                db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open the tuning store at {self.path}: {e}") from None
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)

@@ -1,0 +1,34 @@
+"""A chunked copy whose winner uses software pipelining unless a policy forbids it."""
+
+import torch
+import triton
+import triton.language as tl
+
+from tunegate.autotune import Task
+from tunegate.space import IntRange, Parameter, PowerOfTwo, Space
+
+
+@triton.jit
+def chunked_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    base = tl.program_id(0) * 4 * BLOCK
+    for i in tl.range(0, 4, num_stages=STAGES):
+        offs = base + i * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def make_inputs(seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(512, generator=g).to(device),
+            "y_ptr": torch.empty(512, device=device), "n": 512}
+
+
+TASK = Task(
+    name="chunked_copy", kernel=chunked_copy,
+    space=Space(parameters={
+        "BLOCK": Parameter(domain=PowerOfTwo(low=32, high=64)),
+        "STAGES": Parameter(domain=IntRange(low=1, high=3), features=["range_num_stages"])}),
+    grid=lambda meta: (triton.cdiv(meta["n"], 4 * meta["BLOCK"]),), make_inputs=make_inputs,
+    outputs=("y_ptr",))  # no reference: the baseline config (STAGES=1) is the reference
+
+TASK_WITH_REFERENCE = TASK.model_copy(update={"reference": lambda x_ptr, y_ptr, n: x_ptr})

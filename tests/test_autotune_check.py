@@ -1,0 +1,55 @@
+"""The accuracy check's parts: poisoning, comparing, tolerances, evidence."""
+
+import pytest
+import torch
+
+from tunegate.autotune import compare, poison
+from tunegate.autotune.check import tolerance
+
+
+def test_poison_marks_every_element():
+    f = torch.zeros(4)
+    poison(f)
+    assert f.isnan().all()
+    i = torch.zeros(4, dtype=torch.int32)
+    poison(i)
+    assert (i == torch.iinfo(torch.int32).min).all()
+
+
+def test_unwritten_elements_fail_with_evidence():
+    want = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    got = want.clone()
+    got[1, 2] = float("nan")
+    bad = compare("out", got, want)
+    assert bad.mismatched == 1 and bad.unwritten == 1 and bad.first_index == [1, 2]
+    assert "1 of 6 elements wrong" in bad.summary()
+
+
+def test_float_tolerance_and_max_errors():
+    want = torch.ones(5)
+    assert compare("out", want + 1e-6, want) is None
+    bad = compare("out", want + torch.tensor([0, 0, 0.5, 0, 0]), want)
+    assert bad.mismatched == 1 and bad.max_abs_error == pytest.approx(0.5)
+    assert bad.max_rel_error == pytest.approx(0.5)
+    assert compare("out", want + 0.5, want, {"float32": (1.0, 0.0)}) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int8, torch.bool])
+def test_integers_compare_bit_for_bit(dtype):
+    want = torch.ones(4, dtype=dtype)
+    got = want.clone()
+    got[3] = 0
+    assert compare("out", got, want).mismatched == 1
+    assert tolerance(dtype) == (0.0, 0.0)
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="no fp8 in this torch")
+def test_fp8_is_bitwise():
+    want = torch.tensor([1.0, 2.0]).to(torch.float8_e4m3fn)
+    got = torch.tensor([1.0, 2.25]).to(torch.float8_e4m3fn)
+    assert tolerance(torch.float8_e4m3fn) == (0.0, 0.0)
+    assert compare("out", got, want).mismatched == 1
+
+
+def test_shape_mismatch_is_a_mismatch():
+    assert compare("out", torch.ones(3), torch.ones(4)).got == "shape (3,)"

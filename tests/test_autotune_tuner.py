@@ -1,0 +1,151 @@
+"""The tuner on real Triton kernels (the CPU interpreter here; the GPU where there is one)."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import KERNELS, ROOT, run_cli
+from tunegate.autotune import Budget, Store, TuneError, Tuner, tune
+from tunegate.autotune.worker import TaskRef
+from tunegate.policy import Policy, builtin_policy_path
+
+pytestmark = pytest.mark.interpreter
+
+
+def builtin():
+    return Policy.from_files(builtin_policy_path())
+
+
+def test_split_k_wrong_configs_are_rejected_and_never_returned(tmp_path):
+    from examples import splitk
+
+    store = Store(tmp_path / "s.sqlite")
+    result = tune(splitk.TASK, policy=builtin(), store=store)
+    assert result.best["SPLIT_K"] == 1
+    wrong = [t for t in result.trials if t.status == "wrong"]
+    assert len(wrong) == 16 and all(t.config["SPLIT_K"] > 1 for t in wrong)
+    evidence = wrong[0].reason.evidence
+    assert evidence["argument"] == "c_ptr" and evidence["mismatched"] > 0
+    assert evidence["first_index"] == [0, 0] and result.timing == "interpreter"
+    assert len(store.quarantined(splitk.TASK.kernel_hash(), result.problem, result.env)) == 16
+    # a second run reuses the stored winner without measuring anything
+    again = tune(splitk.TASK, policy=builtin(), store=store)
+    assert again.reused and again.best == result.best and again.trials == []
+
+
+def test_policy_edit_takes_effect_on_the_next_call(tmp_path, write_policy):
+    from tests.kernels import pipelined_copy
+
+    prefer = write_policy('''
+        schema = 1
+        [[rule]]
+        id = "no-single-stage"
+        title = "t"
+        action = "disable"
+        match = "STAGES == 1"
+        reason = "force the winner to pipeline, for this test"
+        ''', "a.toml")
+    forbid = write_policy('''
+        schema = 1
+        [[rule]]
+        id = "no-pipelining"
+        title = "t"
+        action = "disable"
+        features = ["range_num_stages"]
+        reason = "r"
+        ''', "b.toml")
+    store = Store(tmp_path / "s.sqlite")
+    task = pipelined_copy.TASK_WITH_REFERENCE
+    first = tune(task, policy=Policy.from_files(prefer), store=store)
+    assert first.best["STAGES"] > 1
+    second = tune(task, policy=Policy.from_files(forbid), store=store)
+    assert not second.reused and second.best["STAGES"] == 1
+    assert any("now excluded by no-pipelining" in n for n in second.notes)
+    assert second.removals == {"no-pipelining": 4}
+
+
+def test_hang_and_build_failure_cost_one_config_each(tmp_path):
+    from tests.kernels import faulty
+
+    tuner = Tuner(faulty.TASK, TaskRef(str(KERNELS / "faulty.py"), "TASK"), policy=builtin(),
+                  store=Store(tmp_path / "s.sqlite"), timeout=6)
+    result = tuner.run()
+    by_mode = {}
+    for t in result.trials:
+        by_mode.setdefault(t.config["MODE"], set()).add(t.status)
+    assert by_mode == {0: {"ok"}, 1: {"timeout"}, 2: {"error"}}
+    assert result.best["MODE"] == 0
+    timeout = next(t for t in result.trials if t.status == "timeout")
+    assert timeout.reason.kind == "timeout" and "killed" in timeout.reason.summary
+
+
+def test_baseline_that_is_excluded_is_a_clear_error(tmp_path, write_policy):
+    from tests.kernels import pipelined_copy
+
+    policy = Policy.from_files(write_policy('''
+        schema = 1
+        [[rule]]
+        id = "no-block-32"
+        title = "t"
+        action = "disable"
+        match = "STAGES == 1"
+        reason = "r"
+        '''))
+    with pytest.raises(TuneError, match="baseline config .* is excluded here"):
+        Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
+              policy=policy, store=Store(tmp_path / "s.sqlite"),
+              budget=Budget(configs=2)).run()
+
+
+def test_decorator_tunes_on_first_call_and_rejects_wrong_configs(tmp_path):
+    code = textwrap.dedent(f"""
+        import os, torch
+        os.environ["TRITON_INTERPRET"] = "1"
+        os.environ["TUNEGATE_STORE"] = {str(tmp_path / "s.sqlite")!r}
+        from tests.kernels import decorated
+        x = torch.randn(300)
+        y = torch.empty(1)
+        decorated.total(x, y, 300)
+        r = decorated.total.last_result
+        assert abs(y.item() - x.sum().item()) < 1e-3, (y, x.sum())
+        assert r.best["SPLIT"] == 1, r.best
+        assert {{t.status for t in r.trials if t.config["SPLIT"] == 2}} == {{"wrong"}}
+        decorated.total(x, y, 300)  # same key: no new tuning
+        assert decorated.total.last_result is r
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=600)
+    assert out.stdout.strip().endswith("ok"), out.stderr
+
+
+def test_two_tuners_on_one_database(tmp_path):
+    store = tmp_path / "shared.sqlite"
+    procs = [subprocess.Popen([sys.executable, "-m", "tunegate", "tune",
+                               "tests/kernels/pipelined_copy.py:TASK", "--store", str(store),
+                               "--seed", str(seed), "--json"], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for seed in (1, 2)]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    assert Store(store).integrity() == "ok"
+
+
+def test_tune_cli_summary_and_explain_history(tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    result = run_cli("tune", "examples/splitk.py:TASK", "--store", store)
+    assert result.returncode == 0, result.stderr
+    assert "rejected by accuracy check            16" in result.stdout
+    assert "interpreter timing" in result.stdout and "SPLIT_K=1" in result.stdout
+    explain = run_cli("policy", "explain", "BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=2, "
+                      "num_warps=4", "--kernel", "examples/splitk.py:TASK", "--store", store)
+    assert explain.returncode == 0, explain.stderr
+    assert "verdict  EXPERIMENTAL" in explain.stdout and "split-k-atomics" in explain.stdout
+    assert "Recorded history" in explain.stdout and "wrong output" in explain.stdout
+    assert "first_index: [0, 0]" in explain.stdout
+    best = run_cli("policy", "explain", "BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, SPLIT_K=1, "
+                   "num_warps=4", "--kernel", "examples/splitk.py:TASK", "--store", store)
+    assert "rank 1 of 8" in best.stdout
