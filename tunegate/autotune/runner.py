@@ -48,7 +48,8 @@ class Runner:
         self.kind = device_kind()
         self.device = "cuda" if self.kind == "gpu" else "cpu"
         self._inputs = inputs  # a callable(seed, device) replacing task.make_inputs
-        self._draws: dict[int, tuple[Args, Args]] = {}
+        self._inputs_cache: dict[int, Args] = {}
+        self._expected_cache: dict[int, Args] = {}
         if task.reference is None and baseline is None:
             raise BaselineError("no reference function and no baseline config")
 
@@ -99,14 +100,20 @@ class Runner:
                                     f"of {name!r} unwritten; give the task a reference")
         return {k: v for k, v in args.items() if isinstance(v, torch.Tensor)}
 
+    def inputs(self, i: int) -> Args:
+        """The pristine arguments of draw `i` (made once)."""
+        if i not in self._inputs_cache:
+            self._inputs_cache[i] = self._make(i)
+        return self._inputs_cache[i]
+
     def draw(self, i: int) -> tuple[Args, Args]:
-        if i not in self._draws:
-            pristine = self._make(i)
-            self._draws[i] = (pristine, self._expected(pristine))
-        return self._draws[i]
+        """Draw `i`'s pristine arguments and the expected state of every tensor after a run."""
+        if i not in self._expected_cache:
+            self._expected_cache[i] = self._expected(self.inputs(i))
+        return self.inputs(i), self._expected_cache[i]
 
     def problem_key(self) -> str:
-        return self.task.problem_key(self.draw(0)[0])
+        return self.task.problem_key(self.inputs(0))
 
     # -- operations ------------------------------------------------------------------------
     def check(self, config: Config, draws: int) -> tuple[Mismatch | None, int]:
@@ -120,9 +127,9 @@ class Runner:
                     return bad, i
         return None, draws
 
-    def time(self, config: Config) -> float:
-        """Median milliseconds per launch, on the GPU or under the interpreter."""
-        args = _clone(self.draw(0)[0])
+    def time(self, config: Config, draw: int = 0) -> float:
+        """Median milliseconds per launch on one input draw, on the GPU or the interpreter."""
+        args = _clone(self.inputs(draw))
         if self.kind == "gpu":
             import triton.testing
 
@@ -139,7 +146,7 @@ class Runner:
         """Compile without running (GPU only), so compile errors surface in a compile worker."""
         if self.kind != "gpu" or self.task.launch is not None:
             return
-        args = self.draw(0)[0]
+        args = self.inputs(0)
         kernel_kwargs, options = split_config(config)
         meta = {**args, **config.values}
         grid = self.task.grid(meta) if callable(self.task.grid) else self.task.grid
