@@ -78,5 +78,9 @@ def grid(meta):
 TASK = Task(name="splitk_matmul", kernel=splitk_matmul, space=space(), grid=grid,
             make_inputs=inputs(32, 32, 64), outputs=("c_ptr",), reference=reference)
 
+# fp32 sums of 4096 products of magnitude ~1: the rounding error of any summation order is
+# about sqrt(K) * eps * |partial sum| ~ 3e-4 absolute, so outputs near zero need that atol
+# (measured on an H200: 3.2e-4 for the unsplit, correct configs).
 TASK_LARGE = Task(name="splitk_matmul", kernel=splitk_matmul, space=space(128), grid=grid,
-                  make_inputs=inputs(1024, 1024, 4096), outputs=("c_ptr",), reference=reference)
+                  make_inputs=inputs(1024, 1024, 4096), outputs=("c_ptr",), reference=reference,
+                  tolerances={"float32": (1e-4, 2e-3)})

@@ -36,8 +36,8 @@ CASES = {
         (h(indexing="tensor_descriptor", range_num_stages=[3]), {**H200, "triton": "3.9.0"},
          set())),
     "helion-tensor-descriptor-pipelining": (
-        (h(indexing="tensor_descriptor", range_num_stages=[1]), H200, set()),
-        (h(indexing="tensor_descriptor", range_num_stages=[0]), H200, set())),
+        (h(indexing="tensor_descriptor", range_num_stages=[2]), H200, set()),
+        (h(indexing="tensor_descriptor", range_num_stages=[1]), H200, set())),
     "flatten-empty-inner-range": (
         (h(range_flattens=[True]), H200, {"nested_dynamic_range"}),
         (h(range_flattens=[True]), H200, set())),

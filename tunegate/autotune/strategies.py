@@ -114,4 +114,5 @@ def make_strategy(name: str, region: Region, rng: random.Random, *, budget: int,
         name = "exhaustive" if size <= budget else "pattern"
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r} (known: auto, {', '.join(STRATEGIES)})")
-    return STRATEGIES[name](region, rng, points)
+    # Exhaustive batches are large so that a GPU compiles many configs in parallel at once.
+    return STRATEGIES[name](region, rng, points, batch=64 if name == "exhaustive" else 8)

@@ -132,6 +132,7 @@ class Tuner:
         self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         self.trials: list[Trial] = []
         self.check_seconds = 0.0
+        self._compilers: list[Worker] = []
 
     # -- helpers ---------------------------------------------------------------------------
     def _removals(self) -> dict[str, int]:
@@ -176,15 +177,27 @@ class Tuner:
         return Trial(config=config.values, status="ok", time_ms=reply.value,
                      checked_draws=checked)
 
-    def _precompile(self, batch: list[Config], key: TrialKey, baseline_json: str | None
-                    ) -> list[Config]:
-        """Compile a batch in parallel isolated workers; returns the configs that compiled."""
+    def _start_workers(self, baseline_json: str | None) -> Worker:
+        """Start the run worker and, on a GPU, the compile workers, all at once."""
+        from .runner import device_kind
+
         n = self.compile_workers if self.compile_workers is not None else 4
-        if self._timing != "gpu" or n <= 0 or self.task.launch is not None:
+        gpu = device_kind() == "gpu" and self.task.launch is None
+        worker = Worker(self.ref, seed=self.seed, baseline_json=baseline_json)
+        self._compilers = [Worker(self.ref, seed=self.seed, baseline_json=baseline_json)
+                           for _ in range(n if gpu else 0)]
+        with ThreadPoolExecutor(max_workers=1 + len(self._compilers)) as pool:
+            started = list(pool.map(_try_start, [worker, *self._compilers]))
+        if started[0] is not None:
+            raise TuneError(f"cannot start tuning {self.task.name}: {started[0]}")
+        self._compilers = [w for w, err in zip(self._compilers, started[1:]) if err is None]
+        return worker
+
+    def _precompile(self, batch: list[Config], key: TrialKey) -> list[Config]:
+        """Compile a batch in parallel isolated workers; returns the configs that compiled."""
+        n = len(self._compilers)
+        if n == 0:
             return batch
-        if not hasattr(self, "_compilers"):
-            self._compilers = [Worker(self.ref, seed=self.seed, baseline_json=baseline_json)
-                               for _ in range(n)]
         jobs = [batch[i::n] for i in range(n)]
 
         def compile_all(i: int) -> list[tuple[Config, Reply]]:
@@ -193,14 +206,13 @@ class Tuner:
 
         with ThreadPoolExecutor(max_workers=n) as pool:
             done = [r for part in pool.map(compile_all, range(n)) for r in part]
-        ok = []
+        failed = set()
         for config, reply in done:
-            if reply.status == "ok":
-                ok.append(config)
-            else:
+            if reply.status != "ok":
+                failed.add(config)
                 self._record(key, Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
                                         reason=_failure_reason(reply, "compilation")))
-        return [c for c in batch if c in set(ok)]
+        return [c for c in batch if c not in failed]
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> TuneResult:
@@ -212,12 +224,7 @@ class Tuner:
             raise TuneError(f"the baseline config {baseline.text()} is excluded here "
                             f"({', '.join(m.rule for m in verdict.matched)}); give the task a "
                             "reference function")
-        baseline_json = baseline.key() if baseline else None
-        worker = Worker(self.ref, seed=self.seed, baseline_json=baseline_json)
-        try:
-            worker.start()
-        except WorkerSetupError as e:
-            raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+        worker = self._start_workers(baseline.key() if baseline else None)
         self._timing = worker.kind or "interpreter"
         problem = worker.problem_key or ""
         self._timeout = self.timeout or (60.0 if self._timing == "gpu" else 300.0)
@@ -235,14 +242,14 @@ class Tuner:
                 return TuneResult(**result, best=stored.config.values, best_time_ms=stored.time_ms,
                                   trials=[], reused=True, notes=notes,
                                   wall_seconds=time.perf_counter() - start)
-            interrupted = self._search(worker, key, baseline_json, start)
+            interrupted = self._search(worker, key, start)
             best, best_time = self._winner(worker, key)
         finally:
             worker.close()
-            for w in getattr(self, "_compilers", []):
+            for w in self._compilers:
                 w.close()
         if best is None:
-            raise TuneError(self._no_winner_message())
+            raise TuneError(self._no_winner_message(result["removals"]))
         self.store.save_best(kernel, problem, env_fp, policy_fp, best, best_time, self._timing)
         return TuneResult(**result, best=best.values, best_time_ms=best_time, trials=self.trials,
                           interrupted=interrupted, wall_seconds=time.perf_counter() - start,
@@ -261,8 +268,7 @@ class Tuner:
         self.store.forget_best(kernel, problem, env_fp)
         return None
 
-    def _search(self, worker: Worker, key: TrialKey, baseline_json: str | None,
-                start: float) -> bool:
+    def _search(self, worker: Worker, key: TrialKey, start: float) -> bool:
         quarantined = self.store.quarantined(key.kernel, key.problem, key.env)
         strategy = make_strategy(self.strategy_name, self.region, random.Random(self.seed),
                                  budget=self.budget.configs, points=self.task.configs)
@@ -280,7 +286,7 @@ class Tuner:
                         results[config] = None
                         self._record(key, Trial(config=config.values, status="wrong",
                                                 reason=quarantined[config]))
-                batch = self._precompile(batch, key, baseline_json)
+                batch = self._precompile(batch, key)
                 for config in batch:
                     if self.budget.seconds and time.perf_counter() - start > self.budget.seconds:
                         return False
@@ -310,9 +316,23 @@ class Tuner:
             return config, trial.time_ms
         return None, None
 
-    def _no_winner_message(self) -> str:
+    def _no_winner_message(self, removals: dict[str, int]) -> str:
+        if not self.trials:
+            rules = ", ".join(f"{r} removes {n}" for r, n in removals.items() if n)
+            return (f"every candidate config of {self.task.name} is excluded here "
+                    f"({rules or 'no rule removed any: the candidate list is empty'}); "
+                    "`tunegate policy explain` says why for any one of them")
         counts: dict[str, int] = {}
         for t in self.trials:
             counts[t.status] = counts.get(t.status, 0) + 1
-        seen = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no configs were tried"
+        seen = ", ".join(f"{n} {s}" for s, n in counts.items())
         return f"no correct config found for {self.task.name} ({seen})"
+
+
+def _try_start(worker: Worker) -> str | None:
+    """Start a worker; the error text instead of raising, so several can start in threads."""
+    try:
+        worker.start()
+    except WorkerSetupError as e:
+        return str(e)
+    return None
