@@ -116,6 +116,10 @@ class Runner:
         return self.task.problem_key(self.inputs(0))
 
     # -- operations ------------------------------------------------------------------------
+    def warm(self, config: Config) -> None:
+        """Launch once, so that loading the compiled kernel is not counted as checking it."""
+        self._run(self.inputs(0), config)
+
     def check(self, config: Config, draws: int) -> tuple[Mismatch | None, int]:
         """The first mismatch over `draws` fresh input draws, and on which draw."""
         for i in range(draws):

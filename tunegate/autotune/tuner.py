@@ -150,12 +150,13 @@ class Tuner:
 
     def _check(self, worker: Worker, config: Config) -> tuple[Status, Reason | None]:
         reply = worker.request("check", config.key(), self.draws, self._timeout)
-        self.check_seconds += reply.seconds
         if reply.status == "baseline_error":
             raise TuneError(reply.error)
         if reply.status != "ok":
+            self.check_seconds += reply.seconds
             return reply.status, _failure_reason(reply, "the accuracy check")  # type: ignore[return-value]
-        mismatch, draw = reply.value
+        mismatch, draw, seconds = reply.value
+        self.check_seconds += seconds  # the check itself: not the kernel's first launch
         if mismatch is not None:
             return "wrong", _accuracy_reason(Mismatch(**mismatch), draw, self.draws)
         return "ok", None

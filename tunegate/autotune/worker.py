@@ -88,8 +88,11 @@ def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
         config = Config.from_json(config_json)
         try:
             if op == "check":
+                runner.warm(config)
+                start = time.perf_counter()
                 mismatch, draw = runner.check(config, draws)
-                value: Any = (mismatch.model_dump() if mismatch else None, draw)
+                value: Any = (mismatch.model_dump() if mismatch else None, draw,
+                              time.perf_counter() - start)
             elif op == "time":
                 value = runner.time(config)
             else:
