@@ -31,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from examples import layernorm, matmul, softmax, splitk, store_load  # noqa: E402
-from tunegate.space import Config  # noqa: E402
 
 
 def _points(task, **choices):

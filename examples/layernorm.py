@@ -48,10 +48,10 @@ def space(low: int, high: int, max_warps: int = 8) -> Space:
 
 def inputs(rows: int, cols: int, dtype=torch.float32):
     def make(seed: int, device: str) -> dict:
-        g = torch.Generator().manual_seed(seed)
-        return {"x_ptr": (torch.randn(rows, cols, generator=g) + 0.5).to(device, dtype),
-                "w_ptr": torch.randn(cols, generator=g).to(device, dtype),
-                "b_ptr": torch.randn(cols, generator=g).to(device, dtype),
+        g = torch.Generator(device).manual_seed(seed)  # drawn where the kernel runs
+        return {"x_ptr": (torch.randn(rows, cols, generator=g, device=device) + 0.5).to(dtype),
+                "w_ptr": torch.randn(cols, generator=g, device=device).to(dtype),
+                "b_ptr": torch.randn(cols, generator=g, device=device).to(dtype),
                 "y_ptr": torch.empty(rows, cols, device=device, dtype=dtype),
                 "n_cols": cols, "eps": 1e-5}
     return make

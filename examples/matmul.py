@@ -52,9 +52,9 @@ def space(low: int, high: int, stages: int = 1, warps: tuple = (4,)) -> Space:
 
 def inputs(m: int, n: int, k: int, dtype=torch.float16):
     def make(seed: int, device: str) -> dict:
-        g = torch.Generator().manual_seed(seed)
-        return {"a_ptr": torch.randn(m, k, generator=g).to(device, dtype),
-                "b_ptr": torch.randn(k, n, generator=g).to(device, dtype),
+        g = torch.Generator(device).manual_seed(seed)  # drawn where the kernel runs
+        return {"a_ptr": torch.randn(m, k, generator=g, device=device).to(dtype),
+                "b_ptr": torch.randn(k, n, generator=g, device=device).to(dtype),
                 "c_ptr": torch.empty(m, n, device=device, dtype=dtype),
                 "M": m, "N": n, "K": k}
     return make

@@ -42,8 +42,8 @@ def space(n_cols: int, max_warps: int = 8) -> Space:
 
 def inputs(rows: int, cols: int, dtype=torch.float32):
     def make(seed: int, device: str) -> dict:
-        g = torch.Generator().manual_seed(seed)
-        return {"x_ptr": (3 * torch.randn(rows, cols, generator=g)).to(device, dtype),
+        g = torch.Generator(device).manual_seed(seed)  # drawn where the kernel runs
+        return {"x_ptr": (3 * torch.randn(rows, cols, generator=g, device=device)).to(dtype),
                 "y_ptr": torch.empty(rows, cols, device=device, dtype=dtype),
                 "n_rows": rows, "n_cols": cols}
     return make

@@ -56,10 +56,10 @@ def space(max_block: int = 32) -> Space:
 
 def inputs(m: int, n: int, k: int):
     def make(seed: int, device: str) -> dict:
-        g = torch.Generator().manual_seed(seed)
+        g = torch.Generator(device).manual_seed(seed)  # drawn where the kernel runs
         return {
-            "a_ptr": torch.randn(m, k, generator=g).to(device),
-            "b_ptr": torch.randn(k, n, generator=g).to(device),
+            "a_ptr": torch.randn(m, k, generator=g, device=device),
+            "b_ptr": torch.randn(k, n, generator=g, device=device),
             "c_ptr": torch.empty(m, n, device=device),  # not zeroed: the bug under test
             "M": m, "N": n, "K": k,
         }

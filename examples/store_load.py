@@ -51,9 +51,9 @@ def space(max_block: int = 128) -> Space:
 
 def inputs(n: int, outer: int, inner: int):
     def make(seed: int, device: str) -> dict:
-        g = torch.Generator().manual_seed(seed)
-        return {"x_ptr": torch.randn(n, generator=g).to(device),
-                "scratch_ptr": torch.randn(n, generator=g).to(device),
+        g = torch.Generator(device).manual_seed(seed)  # drawn where the kernel runs
+        return {"x_ptr": torch.randn(n, generator=g, device=device),
+                "scratch_ptr": torch.randn(n, generator=g, device=device),
                 "diff_ptr": torch.empty(n, device=device), "n": n,
                 "OUTER": outer, "INNER": inner}
     return make

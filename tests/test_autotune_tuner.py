@@ -149,3 +149,33 @@ def test_tune_cli_summary_and_explain_history(tmp_path):
     best = run_cli("policy", "explain", "BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, SPLIT_K=1, "
                    "num_warps=4", "--kernel", "examples/splitk.py:TASK", "--store", store)
     assert "rank 1 of 8" in best.stdout
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path):
+    import os
+    import signal
+    import time
+
+    store = tmp_path / "s.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "tunegate", "tune",
+                             "tests/kernels/faulty.py:TASK", "--store", str(store),
+                             "--timeout", "120", "--strategy", "exhaustive"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until the first config (MODE=0) is measured
+        time.sleep(1)
+        if store.exists() and len(_trials(store)) >= 1:
+            break
+    time.sleep(2)  # now the worker is stuck in the MODE=1 hang
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "interrupted" in out and "MODE=0" in out.split("best config")[1].splitlines()[0]
+
+
+def _trials(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT status FROM trials").fetchall()

@@ -5,7 +5,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tunegate.policy import Environment, KernelTraits, Policy, Rule
+from tunegate.policy import Environment, Policy, Rule
 from tunegate.space import Boolean, Choice, IntRange, Parameter, PerLoop, Space
 
 GATED = '''

@@ -1,6 +1,5 @@
 """triton.autotune-style use: a list of triton.Config and a reference, tuned on first call."""
 
-import torch
 import triton
 import triton.language as tl
 

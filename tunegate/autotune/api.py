@@ -16,7 +16,7 @@ import torch
 from ..space.space import Config, Space
 from .store import Store, open_store
 from .task import Args, Task, space_from_triton_configs
-from .tuner import Budget, TuneError, TuneResult, Tuner
+from .tuner import TuneError, TuneResult, Tuner
 from .worker import TaskRef
 
 __all__ = ["Autotuned", "RandomLike", "autotune", "tune"]

@@ -70,17 +70,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .backend import interpret_without_gpu
 
     interpret_without_gpu()  # before the kernel file is imported: triton reads it at @jit
-    from ..kernelfile import resolve
+    from ..kernelfile import load_module, resolve
     from ..policy import Policy
     from .store import open_store
     from .task import Task
     from .tuner import Budget, TuneError, Tuner
     from .worker import TaskRef
 
-    file, task = resolve(args.task, Task)
+    file, found = resolve(args.task, Task)
     name = args.task.rpartition(":")[2] if ":" in args.task else next(
-        k for k, v in vars(sys.modules[task.kernel.fn.__module__]).items() if v is task)
-    task = getattr(task, "task", task)
+        k for k, v in vars(load_module(file)).items() if v is found)
+    task = getattr(found, "task", found)  # a kernel decorated with tunegate.autotuned
     reference = f"{file}:{name}"
     tuner = Tuner(task, TaskRef(str(file.resolve()), name), policy=Policy.load(extra=args.policy),
                   store=open_store(args.store), strategy=args.strategy,

@@ -9,7 +9,6 @@ writes and never corrupt the file. Nothing is pickled: configs and evidence are 
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time

@@ -83,17 +83,18 @@ def baseline_config(space: Space) -> Config:
     values: dict[str, Any] = {}
     for name, param in space.parameters.items():
         default = param.domain.default()
-        element = param.domain.element if isinstance(param.domain, PerLoop) else param.domain
-
-        def off(v: Any) -> Any:
-            if not any(uses(f, v) for f in param.features):
-                return v
-            return next((x for x in element.values()
-                         if not any(uses(f, x) for f in param.features)), v)
-
-        values[name] = (tuple(off(v) for v in default) if isinstance(param.domain, PerLoop)
-                        else off(default))
+        if isinstance(param.domain, PerLoop):
+            values[name] = tuple(_off(v, param.domain.element, param.features) for v in default)
+        else:
+            values[name] = _off(default, param.domain, param.features)
     return space.validate_config(values)
+
+
+def _off(value: Any, domain: Any, features: tuple[str, ...]) -> Any:
+    """`value` if it uses none of `features`, else the first value of `domain` that does not."""
+    if not any(uses(f, value) for f in features):
+        return value
+    return next((x for x in domain.values() if not any(uses(f, x) for f in features)), value)
 
 
 def _accuracy_reason(mismatch: Mismatch, draw: int, draws: int) -> Reason:
@@ -297,6 +298,7 @@ class Tuner:
                 if self.budget.seconds and time.perf_counter() - start > self.budget.seconds:
                     break
         except KeyboardInterrupt:
+            worker.stop()  # its answer to the interrupted request must not be read as the next
             return True
         return False
 

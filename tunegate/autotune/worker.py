@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import tempfile
 import time
 import traceback
@@ -67,6 +68,7 @@ def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
            stderr_path: str) -> None:
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(fd, 2)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from ..space.space import Config
     from .runner import BaselineError, Runner
 
@@ -83,7 +85,7 @@ def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
     while True:
         try:
             op, config_json, draws = conn.recv()
-        except (EOFError, KeyboardInterrupt):
+        except EOFError:
             return
         config = Config.from_json(config_json)
         try:

@@ -18,5 +18,5 @@ __all__ = [
     "InvalidEnvironment", "InvalidGate", "KernelTraits", "Policy", "PolicyError", "Possible",
     "Predicate", "PredicateSyntaxError", "Problem", "Region", "Removal", "Rule", "RuleMatch",
     "RuleSource", "TraitError", "Verdict", "VersionGate", "builtin_policy_path",
-    "detect_environment", "discover_layers", "load_file",
+    "detect_environment", "detect_traits", "discover_layers", "load_file",
 ]

@@ -13,7 +13,7 @@ import re
 from typing import Any, Mapping
 
 from .domains import Boolean, Choice, IntRange, Permutation, PerLoop, PowerOfTwo
-from .space import Config, InvalidConfig, Parameter, Space
+from .space import InvalidConfig, Parameter, Space
 
 __all__ = ["HELION_FIELDS", "helion_space", "helion_space_for", "parse_config_text"]
 
