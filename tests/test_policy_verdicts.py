@@ -124,3 +124,16 @@ def test_sampling_a_gated_region_never_yields_an_excluded_config(rule_list, seed
     for _ in range(10):
         config = region.sample(rng)
         assert policy.explain(config, SPACE, env).status != "excluded"
+
+
+def test_a_tl_range_argument_the_installed_triton_lacks_excludes_its_feature():
+    env = Environment(triton="3.1.0", device="cuda",
+                      range_args=("arg1", "arg2", "step", "num_stages", "loop_unroll_factor"))
+    policy = Policy([])
+    v = policy.explain(SPACE.default().replace(flat=True), SPACE, env)
+    assert v.status == "excluded" and v.matched[0].rule == "tl-range-lacks-flatten"
+    assert "installed triton 3.1.0" in v.matched[0].source
+    assert policy.gate(SPACE, env).allowed["flat"] == [False]
+    # a what-if Triton version is not the installed one: its signature is unknown
+    what_if = env.with_overrides({"triton": "3.9.0"})
+    assert policy.explain(SPACE.default().replace(flat=True), SPACE, what_if).status == "allowed"

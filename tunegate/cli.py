@@ -130,7 +130,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     policy, env = _policy(args), _environment(args)
     rows = []
-    for r in policy.rules:
+    for r in policy.effective(env):
         state = rule_state(r, env, None)
         rows.append({**r.model_dump(mode="json", include={"id", "action", "title"}),
                      "bugs": list(r.bugs), "source": r.where(), "state": state.state,

@@ -41,6 +41,7 @@ class Environment(BaseModel):
     device: Literal["cuda", "hip", "cpu"] | None = None
     capability: str | None = None
     gpu: str | None = None
+    range_args: tuple[str, ...] | None = None  # keyword arguments of the installed tl.range
     overridden: tuple[str, ...] = ()
 
     @field_validator(*_VERSION_FACTS)
@@ -65,6 +66,8 @@ class Environment(BaseModel):
                     f"unknown environment fact {key!r} (known: {', '.join(ENV_FACTS)})"
                 )
             data[key] = None if value in (None, "", "unknown", "none") else value
+        if "triton" in overrides and data["triton"] != self.triton:
+            data["range_args"] = None  # the probed signature is the installed Triton's
         data["overridden"] = tuple(sorted(set(self.overridden) | set(overrides)))
         try:
             return Environment(**data)
@@ -75,7 +78,7 @@ class Environment(BaseModel):
 
     def fingerprint(self) -> str:
         """A short stable hash of the facts that change generated code or its behaviour."""
-        facts = self.model_dump(exclude={"overridden"})
+        facts = self.model_dump(exclude={"overridden", "range_args"})
         text = ";".join(f"{k}={facts[k]}" for k in sorted(facts))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -105,6 +108,17 @@ def _torch_cuda_version() -> str | None:
     return m.group(1) if m else None
 
 
+def _probe_range_args() -> tuple[str, ...] | None:
+    """The keyword arguments of the installed `tl.range` (imports triton)."""
+    try:
+        import inspect
+
+        import triton.language as tl
+    except ImportError:
+        return None
+    return tuple(p for p in inspect.signature(tl.range.__init__).parameters if p != "self")
+
+
 def _probe_device() -> dict[str, str | None]:
     if os.environ.get("TRITON_INTERPRET") == "1":
         return {"device": "cpu"}
@@ -123,7 +137,8 @@ def _probe_device() -> dict[str, str | None]:
 
 
 def detect_environment(*, probe_device: bool = False) -> Environment:
-    """The installed versions; with `probe_device`, also the device and its capability."""
+    """The installed versions; with `probe_device`, also the device, its capability and the
+    installed `tl.range`'s arguments (both import torch or triton)."""
     facts: dict[str, Any] = {
         "triton": _dist_version(_TRITON_DISTS),
         "torch": _dist_version(("torch",)),
@@ -132,4 +147,5 @@ def detect_environment(*, probe_device: bool = False) -> Environment:
     }
     if probe_device:
         facts.update(_probe_device())
+        facts["range_args"] = _probe_range_args()
     return Environment(**facts)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..space.features import FEATURES_VERSION
 from ..space.space import Config, Space
+from .availability import availability_rules
 from .env import Environment
 from .loader import PolicyError, Problem, discover_layers, load_file
 from .region import Region, gate
@@ -79,11 +80,15 @@ class Policy:
                 traits: KernelTraits | None = None) -> Verdict:
         if space is not None:
             config = space.validate_config(config)
-        return judge(self.rules, config, space, env, traits)
+        return judge(self.effective(env), config, space, env, traits)
 
     def gate(self, space: Space, env: Environment, traits: KernelTraits | None = None,
              *, assume_unknown: bool = True) -> Region:
-        return gate(space, self.rules, env, traits, assume_unknown=assume_unknown)
+        return gate(space, self.effective(env), env, traits, assume_unknown=assume_unknown)
+
+    def effective(self, env: Environment) -> list[Rule]:
+        """The rules plus what the environment makes unavailable (see `availability`)."""
+        return self.rules + availability_rules(env)
 
     def describe(self) -> list[dict[str, Any]]:
         """Each rule as plain data, for listings."""

@@ -49,7 +49,7 @@ class RuleSource(BaseModel):
     layer: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}" if self.line else self.file
 
 
 class Conditions(BaseModel):
