@@ -154,6 +154,8 @@ def cmd_env(args: argparse.Namespace) -> int:
     for key, value in env.describe().items():
         mark = "  (set by hand)" if key in env.overridden else ""
         print(f"{key:<11} {value}{mark}")
+    if env.range_args is not None:
+        print(f"{'tl.range':<11} {', '.join(env.range_args)}")
     print(f"{'fingerprint':<11} {env.fingerprint()}")
     return EXIT_OK
 
@@ -188,12 +190,15 @@ def cmd_space_show(args: argparse.Namespace) -> int:
                         [(p["name"], p["domain"], ", ".join(p["features"]) or "-", p["default"],
                           ", ".join(map(repr, p["excluded_values"])) or "-") for p in params]))
     print(f"\n{total} configs; {region.upper_bound()} left after per-parameter restrictions")
-    if removals:
+    hits = [r for r in removals if r["removes"]]
+    if hits:
         print()
         print(_render.table(["rule", "removes", "note"], [
             (r["rule"], f"{'' if r['exact'] else '~'}{r['removes']}",
              "assumed: a fact it needs is unknown" if r["assumed"] else "")
-            for r in removals]))
+            for r in hits]))
+    if len(hits) < len(removals):
+        print(f"{len(removals) - len(hits)} other active rule(s) remove nothing from this space")
     return EXIT_OK
 
 
