@@ -88,6 +88,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({
             "verdict": verdict.model_dump(mode="json"),
+            "reasons": [r.model_dump(mode="json") for r in verdict.reasons()],
             "environment": env.model_dump(mode="json"),
             "kernel": {"name": traits.name, "traits": traits.evidence} if traits else None,
             "policy": {"fingerprint": policy.fingerprint(), "layers": policy.layers},

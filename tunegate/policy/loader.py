@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .predicate import PredicateSyntaxError
 from .rules import Rule, RuleSource
 
 __all__ = ["PolicyError", "Problem", "builtin_policy_path", "discover_layers", "load_file"]
@@ -117,9 +116,6 @@ def _validate_rule(raw: Any, index: int, path: str, layer: str, lines: _Lines,
         for err in e.errors():
             problems.append(Problem(path, lines.of(index, tuple(err["loc"])), rule_id,
                                     _message(err)))
-        return None
-    except PredicateSyntaxError as e:  # raised inside a before-validator
-        problems.append(Problem(path, lines.of(index, ("match",)), rule_id, f"match: {e}"))
         return None
     return rule.model_copy(update={"source": RuleSource(file=path, line=line or 0, layer=layer)})
 

@@ -6,8 +6,6 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
-
 from ..space.features import FEATURES_VERSION
 from ..space.space import Config, Space
 from .availability import availability_rules
@@ -89,13 +87,3 @@ class Policy:
     def effective(self, env: Environment) -> list[Rule]:
         """The rules plus what the environment makes unavailable (see `availability`)."""
         return self.rules + availability_rules(env)
-
-    def describe(self) -> list[dict[str, Any]]:
-        """Each rule as plain data, for listings."""
-        return [
-            {"id": r.id, "action": r.action, "enabled": r.enabled, "title": r.title,
-             "bugs": list(r.bugs), "features": list(r.features),
-             "match": r.match.text if r.match else None, "source": r.where(),
-             "layer": r.source.layer if r.source else None}
-            for r in self.rules
-        ]

@@ -39,10 +39,6 @@ class Removal:
     exact: bool
     assumed: bool  # the rule applied only because a fact it needs was unknown
 
-    def describe(self, total: int) -> str:
-        n = f"{self.count}" if self.exact else f"~{self.count}"
-        return f"{n} of {total}" + ("" if self.exact else " (estimated)")
-
 
 class Region:
     """The configs of `space` that the policy allows here, for this kernel."""

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Mapping
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from .domains import Domain, PerLoop
+from .domains import Domain
 from .features import feature
 
 __all__ = ["LAUNCH_OPTIONS", "Config", "InvalidConfig", "Parameter", "Space"]
@@ -154,9 +154,6 @@ class Space(BaseModel):
 
     def encode(self, config: Config) -> list[float]:
         return [x for n, p in self.parameters.items() for x in p.domain.encode(config[n])]
-
-    def is_per_loop(self, name: str) -> bool:
-        return isinstance(self.parameters[name].domain, PerLoop)
 
 
 def _show(value: Any) -> str:
