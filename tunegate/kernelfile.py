@@ -42,8 +42,8 @@ def load_module(path: str | Path) -> ModuleType:
 
 def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tuple[Path, Any]:
     """The file and the object `FILE:NAME` names; without NAME, the only `want` in the file."""
-    file, _, name = reference.rpartition(":") if ":" in reference else (reference, "", "")
-    if not file:
+    file, sep, name = reference.rpartition(":")
+    if not sep:
         file, name = reference, ""
     module = load_module(file)
     if name:
@@ -52,11 +52,10 @@ def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tupl
         return Path(file), getattr(module, name)
     if want is None:
         raise KernelFileError(f"{reference}: say which object, as FILE:NAME")
-    found = [v for v in vars(module).values() if isinstance(v, want)]
+    found = {k: v for k, v in vars(module).items() if isinstance(v, want)}
     if len(found) != 1:
-        names = [k for k, v in vars(module).items() if isinstance(v, want)]
         raise KernelFileError(
-            f"{file}: {'no' if not found else 'several'} candidates"
-            + (f" ({', '.join(names)}); say which, as FILE:NAME" if names else "")
+            f"{file}: {'several' if found else 'no'} candidates"
+            + (f" ({', '.join(found)}); say which, as FILE:NAME" if found else "")
         )
-    return Path(file), found[0]
+    return Path(file), next(iter(found.values()))

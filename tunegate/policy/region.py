@@ -18,7 +18,7 @@ from ..space.space import Config, Space
 from .env import Environment
 from .rules import Rule
 from .traits import KernelTraits
-from .verdict import Verdict, judge, match_rule, rule_state
+from .verdict import Verdict, features_used, judge, match_rule, rule_state
 
 __all__ = ["EmptyRegion", "Region", "Removal", "gate"]
 
@@ -104,9 +104,13 @@ class Region:
         return judge(self.rules, self.space.validate_config(config), self.space, self.env,
                      self.traits)
 
+    def _hit(self, rules: list[Rule], config: Config) -> bool:
+        """Whether any of `rules` matches; the config's features are worked out once."""
+        used = features_used(config, self.space)
+        return any(match_rule(r, config, self.space, used) for r in rules)
+
     def contains(self, config: Config) -> bool:
-        config = self.space.validate_config(config)
-        return not any(match_rule(r, config, self.space) for r in self.disabling)
+        return not self._hit(self.disabling, self.space.validate_config(config))
 
     def _domain_values(self, name: str) -> list[Any]:
         domain = self.space.parameters[name].domain
@@ -129,7 +133,7 @@ class Region:
         names = list(self.space.parameters)
         for combo in itertools.product(*(self._domain_values(n) for n in names)):
             config = Config(values=dict(zip(names, combo)))
-            if not any(match_rule(r, config, self.space) for r in self.residual):
+            if not self._hit(self.residual, config):
                 yield config
 
     def sample(self, rng: random.Random, tries: int = 10_000) -> Config:
@@ -144,7 +148,7 @@ class Region:
                 values[name] = (tuple(rng.choice(pick) for _ in range(domain.loops))
                                 if isinstance(domain, PerLoop) else rng.choice(pick))
             config = Config(values=values)
-            if not any(match_rule(r, config, self.space) for r in self.residual):
+            if not self._hit(self.residual, config):
                 return config
         raise self._empty()
 
