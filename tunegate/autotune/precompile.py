@@ -1,0 +1,129 @@
+"""Compile a `@triton.jit` kernel for a GPU target in a process that never touches a GPU.
+
+Triton's on-disk cache key is made of the kernel's source (and the jit functions it calls), the
+argument specialisation (dtypes, 16-byte alignment, integers equal to 1), the compile options,
+the target, the compiler's own hash and the code-generation environment variables: nothing
+that needs a CUDA context. A process that shows Triton a stand-in driver for the target and
+calls the kernel's own `warmup` therefore writes exactly the cache entry that a later
+`kernel[grid](...)` on the GPU looks up, and that launch loads the binary instead of compiling.
+Run it with `TRITON_CACHE_DIR` shared with the GPU process and without `TRITON_INTERPRET=1`.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+__all__ = ["Precompiled", "PrecompileError", "TensorSpec", "gpu_target", "precompile"]
+
+
+class PrecompileError(RuntimeError):
+    """The kernel cannot be compiled ahead of its launch; the message says why."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor argument as Triton specialises it: its dtype name ('float16', …) only.
+
+    Tensors are assumed 16-byte aligned, as every fresh allocation of PyTorch's allocators is;
+    a launch with a misaligned view specialises differently and misses the cache.
+    """
+
+    dtype: str
+
+    def data_ptr(self) -> int:
+        return 0  # aligned to everything, as a fresh allocation is aligned to 16
+
+
+class _DtypeName(str):
+    """A dtype that prints as torch's does, so Triton maps it without importing torch."""
+
+    def __str__(self) -> str:
+        return f"torch.{str.__str__(self)}"
+
+
+@dataclass(frozen=True)
+class Precompiled:
+    """What one compilation produced: the cache key it was stored under, and its cost."""
+
+    hash: str
+    name: str
+    shared_bytes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _CompileOnlyDriver:
+    """Just enough of a Triton driver to compile for `target`: device 0, no stream."""
+
+    target: Any
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+
+def gpu_target(capability: int | tuple[int, int], backend: str = "cuda",
+               warp_size: int = 32) -> Any:
+    """Triton's target for a GPU, e.g. `gpu_target((9, 0))` for an H100/H200 (sm_90)."""
+    from triton.backends.compiler import GPUTarget
+
+    arch = capability[0] * 10 + capability[1] if isinstance(capability, tuple) else capability
+    return GPUTarget(backend, arch, warp_size)
+
+
+@contextmanager
+def _compiling_for(target: Any, kernel: Any) -> Iterator[None]:
+    """Triton's active driver replaced by a compile-only one; the kernel's per-device state
+    made for it is dropped afterwards, so a later real launch in this process is unaffected."""
+    from triton.runtime.driver import driver
+
+    previous = driver._active  # None until something asked for the real driver
+    had_device = 0 in kernel.device_caches
+    driver.set_active(_CompileOnlyDriver(target))
+    try:
+        yield
+    finally:
+        driver._active = previous
+        if not had_device:
+            kernel.device_caches.pop(0, None)
+
+
+def _stand_in(value: Any) -> Any:
+    """What Triton specialises on, for one argument: tensors become dtype-only stand-ins."""
+    from triton.runtime.jit import MockTensor
+
+    if isinstance(value, TensorSpec):
+        return MockTensor(_DtypeName(value.dtype))
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        if value.data_ptr() % 16:
+            raise PrecompileError("a tensor argument is not 16-byte aligned; its launch would "
+                                  "specialise differently: pass it to the GPU process as is")
+        return MockTensor(_DtypeName(str(value.dtype).removeprefix("torch.")))
+    return value
+
+
+def precompile(kernel: Any, args: Mapping[str, Any], config: Mapping[str, Any],
+               target: Any) -> Precompiled:
+    """Compile `kernel` for `target` as `kernel[grid](**args, **config)` would, into the cache.
+
+    `args` are the kernel's run-time arguments (tensors, `TensorSpec`s or scalars, by name);
+    `config` the constexpr values and launch options (`num_warps`, `num_stages`, …).
+    """
+    if not hasattr(kernel, "warmup") or not hasattr(kernel, "device_caches"):
+        raise PrecompileError(f"{kernel!r} is not a compiled @triton.jit kernel (is "
+                              "TRITON_INTERPRET=1 set in this process?)")
+    start = time.perf_counter()
+    stand_ins = {name: _stand_in(value) for name, value in args.items()}
+    with _compiling_for(target, kernel):
+        compiled = kernel.warmup(grid=(1,), **stand_ins, **config)
+    return Precompiled(hash=compiled.hash, name=compiled.metadata.name,
+                       shared_bytes=int(compiled.metadata.shared),
+                       seconds=time.perf_counter() - start)
