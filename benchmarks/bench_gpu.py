@@ -1,49 +1,65 @@
-"""tunegate against stock triton.autotune on a GPU, over the same candidate configs.
+"""tunegate against stock triton.autotune over the same candidate lists, cold, in one run.
 
-For each kernel, three phases, each in a fresh process with an empty Triton cache so that no
-tuner inherits another's compiled kernels:
+For each list, each phase runs in a fresh process; every cold phase gets an empty Triton cache
+(a new TRITON_CACHE_DIR), so no tuner inherits another's compiled kernels:
 
-- truth:    every candidate checked against a float64 / eager reference on two fresh input
-            draws, and timed (median of do_bench medians over two input sets);
-- stock:    `triton.autotune` over the list: its choice, its tuning wall time, whether the
-            choice is right;
-- tunegate: `Tuner` with the shipped policy: choice, wall time, configs compiled, excluded per
-            rule, rejected by the check, and the share of wall time spent in accuracy checks.
+- truth:    every candidate checked against the reference on two fresh input draws and timed
+            (do_bench median on a GPU, one launch under the interpreter);
+- stock:    `triton.autotune` over the list: tuning wall time (its first call), process wall
+            time, its choice and whether the choice is right. Skipped under the interpreter:
+            stock `triton.autotune` benchmarks through the active GPU driver, which Triton's
+            interpreter does not provide;
+- tunegate: `Tuner` with the shipped policy, exhaustive over the list: tuning and process wall
+            time, choice, statuses, check seconds and every other field `TuneResult` exposes;
+- warm:     a second tunegate run on the same store and Triton cache (the cached best is
+            reused), then the chosen config's first launch;
+- plain:    the chosen config's first launch alone on that warm cache: the kernel's own cost,
+            against which the warm start's overhead is measured.
 
-    python benchmarks/bench_gpu.py --out results/ [--kernels store_load softmax ...]
+    python benchmarks/bench_gpu.py --out DIR [--lists softmax_8192 matmul_4096 ...]
+                                   [--budget-s 500] [--timeout 240] [--smoke]
 
-Writes one JSON per kernel; `benchmarks/report.py` turns them into RESULTS.md tables.
+`--smoke` runs every list at toy size with two configs (it runs under the interpreter, on a
+machine without a GPU). Writes one JSON per list as soon as it is done;
+`benchmarks/report.py` turns them into RESULTS.md tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from examples import layernorm, matmul, softmax, splitk, store_load  # noqa: E402
 
+THIS = "benchmarks.bench_gpu"  # the lists below, as the phases find them
 
-def _points(task, **choices):
+
+def _points(task: Any, **choices: Any) -> tuple:
     """The candidate list: the product of `choices`, completed with the space's defaults."""
     names = list(choices)
     return tuple(task.space.complete(dict(zip(names, combo)))
                  for combo in itertools.product(*choices.values()))
 
 
-def _with(task, points):
+def _with(task: Any, points: tuple) -> Any:
     return task.model_copy(update={"configs": points})
 
 
+# -- the five kernels of the first comparison: full lists, and two configs each for --smoke --
 STORE_LOAD = _with(store_load.TASK_LARGE, _points(
     store_load.TASK_LARGE, BLOCK=(256, 1024), INNER_STAGES=(1, 2, 3), UNROLL=(1, 2),
     FLATTEN=(False, True), num_warps=(4,)))
@@ -59,138 +75,383 @@ MATMUL = _with(matmul.TASK_LARGE, tuple(
 SPLITK = _with(splitk.TASK_LARGE, _points(
     splitk.TASK_LARGE, BLOCK_M=(64, 128), BLOCK_N=(64, 128), BLOCK_K=(32,), SPLIT_K=(1, 2, 4)))
 
-KERNELS = {
-    "store_load": ("STORE_LOAD", lambda a: 3 * a["x_ptr"].numel() * 4),
-    "softmax": ("SOFTMAX", lambda a: 2 * a["x_ptr"].numel() * a["x_ptr"].element_size()),
-    "layernorm": ("LAYERNORM", lambda a: 2 * a["x_ptr"].numel() * a["x_ptr"].element_size()),
-    "matmul": ("MATMUL", None),
-    "splitk": ("SPLITK", None),
+STORE_LOAD_SMOKE = _with(store_load.TASK, _points(store_load.TASK, INNER_STAGES=(1, 2)))
+SOFTMAX_SMOKE = _with(softmax.TASK, _points(softmax.TASK, ROWS=(1, 2)))
+LAYERNORM_SMOKE = _with(layernorm.TASK, _points(layernorm.TASK, BLOCK=(16, 32)))
+MATMUL_SMOKE = _with(matmul.TASK, _points(matmul.TASK, BLOCK_M=(16, 32)))
+SPLITK_SMOKE = _with(splitk.TASK, _points(splitk.TASK, SPLIT_K=(1, 2)))
+
+# name -> (module, attribute of the full list, attribute of the smoke list, bytes moved or None)
+LISTS: dict[str, tuple[str, str, str, Any]] = {
+    "softmax_8192": ("examples.tutorial_softmax", "TASK_ANCHOR", "TASK_SMOKE",
+                     lambda a: 2 * a["input_ptr"].numel() * a["input_ptr"].element_size()),
+    "matmul_4096": ("examples.tutorial_matmul", "TASK_ANCHOR", "TASK_SMOKE", None),
+    "store_load": (THIS, "STORE_LOAD", "STORE_LOAD_SMOKE", lambda a: 3 * a["x_ptr"].numel() * 4),
+    "softmax": (THIS, "SOFTMAX", "SOFTMAX_SMOKE",
+                lambda a: 2 * a["x_ptr"].numel() * a["x_ptr"].element_size()),
+    "layernorm": (THIS, "LAYERNORM", "LAYERNORM_SMOKE",
+                  lambda a: 2 * a["x_ptr"].numel() * a["x_ptr"].element_size()),
+    "matmul": (THIS, "MATMUL", "MATMUL_SMOKE", None),
+    "splitk": (THIS, "SPLITK", "SPLITK_SMOKE", None),
 }
+ANCHORS = ("softmax_8192", "matmul_4096")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # triton.Config's, not kwargs
+STOCK_NEEDS_GPU = ("stock triton.autotune benchmarks through the active GPU driver; Triton's "
+                   "interpreter (TRITON_INTERPRET=1) provides none, so it cannot run here")
+PHASES = ("truth", "stock", "tunegate", "warm", "plain")
 
 
-# -- phases (each runs in its own process) ----------------------------------------------------
-def phase_truth(name: str) -> dict:
+# -- what a phase needs ------------------------------------------------------------------------
+def _task_of(name: str, smoke: bool) -> tuple[Any, str, str]:
+    """(task, file defining it, attribute name): workers re-import the file to find the task."""
+    module_name, full, small, _ = LISTS[name]
+    module = sys.modules[__name__] if module_name == THIS else importlib.import_module(module_name)
+    attr = small if smoke else full
+    return getattr(module, attr), str(Path(module.__file__).resolve()), attr
+
+
+def _values(config: Any) -> dict:
+    values = getattr(config, "values", config)
+    return dict(values() if callable(values) else values)
+
+
+def _config_of(task: Any, values: dict) -> Any:
+    return task.space.complete(values)
+
+
+def _on_gpu() -> bool:
     import torch
-    import triton.testing
 
-    from tunegate.autotune.runner import Runner
+    return os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
 
-    task = globals()[KERNELS[name][0]]
-    runner = Runner(task, seed=1000, baseline=None)
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _inputs(task: Any, seed: int) -> dict:
+    return task.make_inputs(seed, "cuda" if _on_gpu() else "cpu")
+
+
+def _expected(task: Any, args: dict) -> dict:
+    """The reference's outputs by name (the reference may return a tensor, tuple or dict)."""
+    import torch
+
+    fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in args.items()}
+    got = task.reference(**fresh)
+    if got is None:
+        return {n: fresh[n] for n in task.outputs}
+    if isinstance(got, dict):
+        return got
+    return dict(zip(task.outputs, got if isinstance(got, (tuple, list)) else (got,)))
+
+
+def _wrong(task: Any, args: dict, expected: dict) -> str | None:
+    """None if every output matches within the task's tolerance, else what differs."""
+    import torch
+
+    from tunegate.autotune import DEFAULT_TOLERANCES
+
+    for name, want in expected.items():
+        got = args[name]
+        dtype = str(want.dtype).removeprefix("torch.")
+        rtol, atol = {**DEFAULT_TOLERANCES, **task.tolerances}.get(dtype, (0.0, 0.0))
+        close = torch.isclose(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=False)
+        if not bool(close.all()):
+            bad = int((~close).sum())
+            return f"{name}: {bad} of {want.numel()} elements differ (rtol {rtol}, atol {atol})"
+    return None
+
+
+_DRAWS: dict[int, tuple[dict, dict]] = {}
+
+
+def _draw(task: Any, seed: int) -> tuple[dict, dict]:
+    """Pristine inputs and expected outputs for one seed, made once per process."""
+    if seed not in _DRAWS:
+        args = _inputs(task, seed)
+        _DRAWS[seed] = (args, _expected(task, args))
+    return _DRAWS[seed]
+
+
+def _check(task: Any, config: Any, seeds: tuple[int, ...]) -> str | None:
+    """Run `config` on fresh draws (outputs poisoned first); the first difference, or None."""
+    import torch
+
+    for seed in seeds:
+        pristine, expected = _draw(task, seed)
+        args = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine.items()}
+        for name in task.outputs:
+            if args[name].dtype.is_floating_point:
+                args[name].fill_(float("nan"))
+        task.run(args, config)
+        _sync()
+        problem = _wrong(task, args, expected)
+        if problem:
+            return f"seed {seed}: {problem}"
+    return None
+
+
+def _time_ms(task: Any, config: Any, args: dict) -> float:
+    if _on_gpu():
+        import triton.testing
+
+        return triton.testing.do_bench(lambda: task.run(args, config), return_mode="median")
+    start = time.perf_counter()
+    task.run(args, config)
+    return 1e3 * (time.perf_counter() - start)
+
+
+def _process_seconds() -> float:
+    """Seconds since the parent started this process (python start-up and imports included)."""
+    return time.time() - float(os.environ["BENCH_SPAWNED_AT"])
+
+
+# -- phases (each runs in its own process) ------------------------------------------------------
+def phase_truth(name: str, smoke: bool, _: dict) -> dict:
+    task, _, _ = _task_of(name, smoke)
     rows = []
+    timing_args = _inputs(task, 1000)
     for config in task.configs:
-        row = {"config": config.values}
+        row: dict[str, Any] = {"config": _values(config)}
         try:
-            mismatch, _ = runner.check(config, 2)
-            row["correct"] = mismatch is None
-            row["mismatch"] = mismatch.summary() if mismatch else None
-            row["ms"] = sum(runner.time(config, draw) for draw in (0, 1)) / 2
+            row["error_found"] = _check(task, config, (2000, 2001))
+            row["correct"] = row["error_found"] is None
+            row["ms"] = _time_ms(task, config, timing_args)
         except Exception as e:  # record and go on: a broken config is a finding
             row.update(correct=False, error=f"{type(e).__name__}: {str(e)[:300]}", ms=None)
         rows.append(row)
-    out = {"rows": rows}
-    bytes_fn = KERNELS[name][1]
-    if bytes_fn is not None:
+    out: dict[str, Any] = {"rows": rows, "timing": "do_bench median" if _on_gpu()
+                           else "one launch under the interpreter"}
+    bytes_fn = LISTS[name][3]
+    if bytes_fn is not None and _on_gpu():
+        import torch
+        import triton.testing
+
         x = torch.empty(2**28, device="cuda")
         y = torch.empty_like(x)
         copy_ms = triton.testing.do_bench(lambda: y.copy_(x), return_mode="median")
         out["copy_gbps"] = 2 * x.numel() * 4 / copy_ms / 1e6
-        out["kernel_bytes"] = bytes_fn(runner.inputs(0))
+        out["kernel_bytes"] = bytes_fn(timing_args)
     return out
 
 
-def phase_stock(name: str) -> dict:
-    import torch
+def phase_stock(name: str, smoke: bool, _: dict) -> dict:
+    if not _on_gpu():
+        return {"skipped": STOCK_NEEDS_GPU}
     import triton
 
-    from tunegate.autotune.runner import Runner
-    from tunegate.autotune.task import split_config
-
-    task = globals()[KERNELS[name][0]]
-    runner = Runner(task, seed=2000, baseline=None)
-    args = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in runner.inputs(0).items()}
+    task, _, _ = _task_of(name, smoke)
     configs = []
     for c in task.configs:
-        kwargs, options = split_config(c)
-        configs.append(triton.Config(kwargs, **options))
+        values = _values(c)
+        options = {k: values.pop(k) for k in LAUNCH_OPTIONS if k in values}
+        configs.append(triton.Config(values, **{k: v for k, v in options.items()
+                                                if v is not None}))
     tuned = triton.autotune(configs=configs, key=[])(task.kernel)
-    torch.cuda.synchronize()
+    args = _inputs(task, 3000)
+    _sync()
     start = time.perf_counter()
     tuned[task.grid](**args)
-    torch.cuda.synchronize()
+    _sync()
     wall = time.perf_counter() - start
+    process_wall = _process_seconds()
     best = tuned.best_config
     values = dict(best.kwargs)
-    for opt in ("num_warps", "num_stages"):
+    for opt in LAUNCH_OPTIONS:
         if opt in task.space.parameters:
             values[opt] = getattr(best, opt)
-    choice = task.space.complete(values)
-    mismatch, _ = runner.check(choice, 2)
-    return {"choice": choice.values, "wall_s": wall, "correct": mismatch is None,
-            "mismatch": mismatch.summary() if mismatch else None}
+    choice = _config_of(task, values)
+    del args
+    problem = _check(task, choice, (3001, 3002))
+    return {"choice": _values(choice), "wall_s": wall, "process_wall_s": process_wall,
+            "correct": problem is None, "error_found": problem}
 
 
-def phase_tunegate(name: str) -> dict:
+def _tuner(task: Any, file: str, attr: str, store_path: str) -> Any:
     from tunegate.autotune import Budget, Store, TaskRef, Tuner
     from tunegate.policy import Policy
 
-    attr = KERNELS[name][0]
-    task = globals()[attr]
-    store = Store(Path(tempfile.mkdtemp()) / "bench.sqlite")
-    tuner = Tuner(task, TaskRef(str(Path(__file__).resolve()), attr), policy=Policy.load(),
-                  store=store, strategy="exhaustive", budget=Budget(configs=len(task.configs)))
-    result = tuner.run()
-    return {"choice": result.best, "wall_s": result.wall_seconds,
-            "check_s": result.check_seconds, "removals": result.removals,
-            "measured": len(result.trials),
-            "statuses": {s: result.count(s) for s in ("ok", "wrong", "error", "compile_error",
-                                                      "timeout", "crashed")},
-            "timing": result.timing}
+    return Tuner(task, TaskRef(file, attr), policy=Policy.load(), store=Store(Path(store_path)),
+                 strategy="exhaustive", budget=Budget(configs=len(task.configs)))
 
 
-def run_phase(name: str, phase: str, timeout: float) -> dict:
-    env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix=f"cache-{phase}-")}
-    env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.run([sys.executable, __file__, "--phase", phase, "--kernels", name],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+def _result_fields(result: Any) -> dict:
+    """Every field TuneResult exposes, trials summarised: the report reads what it knows."""
+    fields = result.model_dump(mode="json")
+    trials = fields.pop("trials", [])
+    statuses: dict[str, int] = {}
+    for t in trials:
+        statuses[t["status"]] = statuses.get(t["status"], 0) + 1
+    fields["statuses"] = statuses
+    fields["measured"] = len(trials)
+    return fields
+
+
+def phase_tunegate(name: str, smoke: bool, shared: dict) -> dict:
+    task, file, attr = _task_of(name, smoke)
+    start = time.perf_counter()
+    result = _tuner(task, file, attr, shared["store"]).run()
+    wall = time.perf_counter() - start
+    out = {"wall_s": wall, "process_wall_s": _process_seconds(), "result": _result_fields(result)}
+    out["choice"] = out["result"].get("best")
+    return out
+
+
+def _first_launch(task: Any, values: dict) -> float:
+    config = _config_of(task, values)
+    args = _inputs(task, 4000)
+    _sync()
+    start = time.perf_counter()
+    task.run(args, config)
+    _sync()
+    return time.perf_counter() - start
+
+
+def phase_warm(name: str, smoke: bool, shared: dict) -> dict:
+    task, file, attr = _task_of(name, smoke)
+    start = time.perf_counter()
+    result = _tuner(task, file, attr, shared["store"]).run()
+    tune_s = time.perf_counter() - start
+    launch_s = _first_launch(task, result.best)
+    return {"tune_s": tune_s, "first_launch_s": launch_s, "reused": result.reused,
+            "choice": result.best, "result": _result_fields(result)}
+
+
+def phase_plain(name: str, smoke: bool, shared: dict) -> dict:
+    task, _, _ = _task_of(name, smoke)
+    return {"first_launch_s": _first_launch(task, shared["choice"])}
+
+
+PHASE_FUNCTIONS = {"truth": phase_truth, "stock": phase_stock, "tunegate": phase_tunegate,
+                   "warm": phase_warm, "plain": phase_plain}
+
+
+# -- the parent ---------------------------------------------------------------------------------
+def run_phase(name: str, phase: str, shared: dict, cache: str, smoke: bool,
+              timeout: float) -> dict:
+    env = {**os.environ, "TRITON_CACHE_DIR": cache, "BENCH_SPAWNED_AT": repr(time.time())}
+    command = [sys.executable, "-m", THIS, "--phase", phase, "--lists", name,
+               "--shared", json.dumps(shared)] + (["--smoke"] if smoke else [])
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return {"failed": f"timed out after {timeout:.0f} s",
+                "stderr": (e.stderr or b"")[-3000:].decode(errors="replace")
+                if isinstance(e.stderr, bytes) else (e.stderr or "")[-3000:]}
+    elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        return {"failed": proc.stderr[-3000:]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        return {"failed": f"exit {proc.returncode}", "stderr": proc.stderr[-3000:]}
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    record["child_wall_s"] = elapsed
+    return record
 
 
-def environment() -> dict:
+def _commit() -> str:
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, cwd=ROOT, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True,
+                               cwd=ROOT, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def environment(smoke: bool) -> dict:
     import torch
     import triton
 
-    props = torch.cuda.get_device_properties(0)
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                            capture_output=True, text=True).stdout.strip()
-    return {"gpu": props.name, "capability": f"{props.major}.{props.minor}", "driver": driver,
-            "torch": torch.__version__, "triton": triton.__version__,
-            "date": time.strftime("%Y-%m-%d")}
+    env = {"torch": torch.__version__, "triton": triton.__version__,
+           "python": platform.python_version(), "cpus": os.cpu_count(), "commit": _commit(),
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "smoke": smoke,
+           "interpreter": not _on_gpu()}
+    if _on_gpu():
+        props = torch.cuda.get_device_properties(0)
+        try:
+            driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
+                                     "--format=csv,noheader"], capture_output=True, text=True,
+                                    timeout=30).stdout.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            driver = "?"
+        env.update(gpu=props.name, capability=f"{props.major}.{props.minor}", driver=driver,
+                   gpus=torch.cuda.device_count())
+    else:
+        env.update(gpu="none (Triton interpreter)", capability="-", driver="-", gpus=0)
+    return env
+
+
+def bench_list(name: str, args: argparse.Namespace, env: dict, deadline: float) -> dict:
+    task, _, _ = _task_of(name, args.smoke)
+    record: dict[str, Any] = {"list": name, "kernel": task.name, "environment": env,
+                              "candidates": len(task.configs)}
+    warm_cache = tempfile.mkdtemp(prefix=f"cache-{name}-tunegate-")
+    shared = {"store": str(Path(tempfile.mkdtemp(prefix=f"store-{name}-")) / "bench.sqlite")}
+    for phase in PHASES:
+        left = deadline - time.monotonic()
+        if left < 5:
+            record[phase] = {"failed": "skipped: the run's time budget was spent"}
+            continue
+        if phase == "stock" and env["interpreter"]:
+            record[phase] = {"skipped": STOCK_NEEDS_GPU}
+            print(f"{name:<13} {phase:<9} skipped: {STOCK_NEEDS_GPU}", flush=True)
+            continue
+        if phase == "plain":
+            shared["choice"] = record["warm"].get("choice") or record["tunegate"].get("choice")
+            if not shared["choice"]:
+                record[phase] = {"failed": "skipped: tunegate returned no config"}
+                continue
+        cache = warm_cache if phase in ("tunegate", "warm", "plain") else \
+            tempfile.mkdtemp(prefix=f"cache-{name}-{phase}-")
+        start = time.perf_counter()
+        record[phase] = run_phase(name, phase, shared, cache, args.smoke,
+                                  min(args.timeout, left))
+        status = record[phase].get("failed") or record[phase].get("skipped") or "ok"
+        print(f"{name:<13} {phase:<9} {time.perf_counter() - start:6.1f} s  {status[:100]}",
+              flush=True)
+    return record
+
+
+def child(args: argparse.Namespace) -> None:
+    """One phase of one list; its JSON on the last line of stdout."""
+    try:
+        out = PHASE_FUNCTIONS[args.phase](args.lists[0], args.smoke, json.loads(args.shared))
+    except Exception:
+        print(traceback.format_exc(), file=sys.stderr)
+        raise SystemExit(1)
+    print(json.dumps(out, default=str))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=list(KERNELS))
+    parser.add_argument("--lists", nargs="+", default=list(LISTS), choices=list(LISTS))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    parser.add_argument("--phase", choices=["truth", "stock", "tunegate"])
-    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--timeout", type=float, default=240, help="seconds per phase")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="seconds for the whole run; lists not started by then are skipped")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes, two configs per list")
+    parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument("--shared", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.phase:  # a child process: one phase of one kernel, JSON on the last line
-        fn = {"truth": phase_truth, "stock": phase_stock, "tunegate": phase_tunegate}
-        print(json.dumps(fn[args.phase](args.kernels[0]), default=str))
+    if args.phase:
+        child(args)
         return
+    deadline = time.monotonic() + (args.budget_s or float("inf"))
     args.out.mkdir(parents=True, exist_ok=True)
-    env = environment()
-    for name in args.kernels:
-        record = {"kernel": name, "environment": env,
-                  "candidates": len(globals()[KERNELS[name][0]].configs)}
-        for phase in ("truth", "stock", "tunegate"):
-            start = time.perf_counter()
-            record[phase] = run_phase(name, phase, args.timeout)
-            print(f"{name:<11} {phase:<9} {time.perf_counter() - start:6.1f} s"
-                  + ("  FAILED" if "failed" in record[phase] else ""), flush=True)
+    env = environment(args.smoke)
+    print(json.dumps(env), flush=True)
+    for name in args.lists:
+        if deadline - time.monotonic() < 30:
+            print(f"{name:<13} skipped: the run's time budget was spent", flush=True)
+            continue
+        record = bench_list(name, args, env, deadline)
         (args.out / f"{name}.json").write_text(json.dumps(record, indent=1, default=str))
 
 
