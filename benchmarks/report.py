@@ -194,16 +194,20 @@ def render(records: list[dict]) -> str:
     order = {name: i for i, name in enumerate(ANCHORS)}
     records = sorted(records, key=lambda r: order.get(r.get("list"), len(order)))
     summaries = [summarize(r) for r in records]
-    notes = [f"- {s['list']} {phase}: {s[phase]['note']}" for s in summaries
-             for phase in ("stock", "tunegate") if s[phase]["note"]]
-    notes += [f"- {s['list']} truth: {s['truth_note']}" for s in summaries if s["truth_note"]]
+    notes: dict[str, list[str]] = {}  # one line per distinct note, naming every list it hit
+    for s in summaries:
+        for phase, note in (("truth", s["truth_note"]), ("stock", s["stock"]["note"]),
+                            ("tunegate", s["tunegate"]["note"]), ("warm", s["warm"]["note"])):
+            if note:
+                notes.setdefault(f"{phase}: {note}", []).append(s["list"])
     parts = [environment_line(records[0]["environment"]), main_table(summaries),
              "Where tunegate's time goes:", breakdown_table(summaries)]
     if any(s["list"] in ANCHORS for s in summaries):
         parts += ["Against the goals of issue 10:", goals(summaries)]
     parts += [bandwidth_table(summaries)]
     if notes:
-        parts += ["Phases that did not run:", "\n".join(notes)]
+        parts += ["Phases that did not run:",
+                  "\n".join(f"- {', '.join(lists)} — {note}" for note, lists in notes.items())]
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
