@@ -101,10 +101,11 @@ def main_table(summaries: list[dict]) -> str:
         st, tg = s["stock"], s["tunegate"]
         ratio = None if st["note"] or tg["note"] else _div(tg["wall"], st["wall"])
         excluded = ", ".join(f"{k}: {v}" for k, v in s["excluded"].items()) or "0"
+        share = None if s["check_share"] is None else 100 * s["check_share"]
         lines.append(
             f"| {s['list']} | {s['candidates']} ({_fmt(s['wrong'], 'd')}) | "
             f"{_fmt(s['best_ms'], '.4f')} | {_wall(st)} | {_wall(tg)} | {_fmt(ratio, '.2f')} | "
-            f"{_verdict(st)} | {_verdict(tg)} | {_fmt(s['check_share'] and 100 * s['check_share'], '.1f', '%')} | "
+            f"{_verdict(st)} | {_verdict(tg)} | {_fmt(share, '.1f', '%')} | "
             f"{_fmt(s['warm_overhead_s'], '.3f', ' s')} | {excluded} | "
             f"{_fmt(s['rejected'], 'd')} |")
     return "\n".join(lines)
@@ -117,8 +118,8 @@ def _seconds_fields(result: dict) -> dict[str, float]:
         if isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and name.endswith("seconds") and name != "wall_seconds":
             found[name.removesuffix("_seconds")] = float(value)
-        elif isinstance(value, dict) and "second" in name or name in ("stages", "breakdown"):
-            for k, v in (value or {}).items():
+        elif isinstance(value, dict) and ("second" in name or name in ("stages", "breakdown")):
+            for k, v in value.items():
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     found[f"{name}.{k}"] = float(v)
     return found
@@ -163,8 +164,8 @@ def goals(summaries: list[dict]) -> str:
             if value is None:
                 parts.append(f"{goal} not measured")
             else:
-                parts.append(f"{goal} {value:.3g} ≤ {limit}: "
-                             + ("met" if value <= limit else f"**missed** by {value / limit:.2f}×"))
+                verdict = "met" if value <= limit else f"**missed** by {value / limit:.2f}×"
+                parts.append(f"{goal} {value:.3g} ≤ {limit}: {verdict}")
         lines.append(f"- **{s['list']}**: " + "; ".join(parts))
     return "\n".join(lines)
 
