@@ -27,6 +27,7 @@ machine without a GPU). Writes one JSON per list as soon as it is done;
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import itertools
 import json
@@ -38,7 +39,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -111,12 +112,15 @@ def _task_of(name: str, smoke: bool) -> tuple[Any, str, str]:
 
 
 def _values(config: Any) -> dict:
-    values = getattr(config, "values", config)
+    """A config's values as a plain dict, whether it is a mapping or a `Config`."""
+    if isinstance(config, Mapping):
+        return dict(config)
+    values = config.values
     return dict(values() if callable(values) else values)
 
 
-def _config_of(task: Any, values: dict) -> Any:
-    return task.space.complete(values)
+def _config_of(task: Any, values: Any) -> Any:
+    return task.space.complete(_values(values))
 
 
 def _on_gpu() -> bool:
@@ -279,13 +283,23 @@ def _tuner(task: Any, file: str, attr: str, store_path: str) -> Any:
                  strategy="exhaustive", budget=Budget(configs=len(task.configs)))
 
 
+def _plain(obj: Any) -> dict:
+    """The fields of a pydantic model, a dataclass or a plain object, as JSON-ready data."""
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if dataclasses.is_dataclass(obj):
+        return json.loads(json.dumps(dataclasses.asdict(obj), default=str))
+    return dict(obj) if isinstance(obj, Mapping) else dict(vars(obj))
+
+
 def _result_fields(result: Any) -> dict:
     """Every field TuneResult exposes, trials summarised: the report reads what it knows."""
-    fields = result.model_dump(mode="json")
+    fields = _plain(result)
     trials = fields.pop("trials", [])
     statuses: dict[str, int] = {}
     for t in trials:
-        statuses[t["status"]] = statuses.get(t["status"], 0) + 1
+        status = str(_plain(t).get("status"))
+        statuses[status] = statuses.get(status, 0) + 1
     fields["statuses"] = statuses
     fields["measured"] = len(trials)
     return fields
@@ -296,12 +310,12 @@ def phase_tunegate(name: str, smoke: bool, shared: dict) -> dict:
     start = time.perf_counter()
     result = _tuner(task, file, attr, shared["store"]).run()
     wall = time.perf_counter() - start
-    out = {"wall_s": wall, "process_wall_s": _process_seconds(), "result": _result_fields(result)}
-    out["choice"] = out["result"].get("best")
-    return out
+    return {"wall_s": wall, "process_wall_s": _process_seconds(),
+            "result": _result_fields(result),
+            "choice": _values(result.best) if result.best is not None else None}
 
 
-def _first_launch(task: Any, values: dict) -> float:
+def _first_launch(task: Any, values: Any) -> float:
     config = _config_of(task, values)
     args = _inputs(task, 4000)
     _sync()
@@ -317,8 +331,8 @@ def phase_warm(name: str, smoke: bool, shared: dict) -> dict:
     result = _tuner(task, file, attr, shared["store"]).run()
     tune_s = time.perf_counter() - start
     launch_s = _first_launch(task, result.best)
-    return {"tune_s": tune_s, "first_launch_s": launch_s, "reused": result.reused,
-            "choice": result.best, "result": _result_fields(result)}
+    return {"tune_s": tune_s, "first_launch_s": launch_s, "reused": getattr(result, "reused", None),
+            "choice": _values(result.best), "result": _result_fields(result)}
 
 
 def phase_plain(name: str, smoke: bool, shared: dict) -> dict:
