@@ -40,7 +40,8 @@ print(json.dumps([k.hash]))
 
 def run_python(code: str, cache: Path, *args: str, gpu: bool = False) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(TRITON_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env.update(TRITON_CACHE_DIR=str(cache), PYTHONPATH=path)  # keep where pydantic may live
     if not gpu:
         env["CUDA_VISIBLE_DEVICES"] = ""  # the compiling process never sees a GPU
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,

@@ -13,7 +13,8 @@ from tests.conftest import ROOT
 
 
 def test_smoke_run_of_an_anchor_list_and_its_report(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONWARNINGS": "ignore"}
     run = subprocess.run([sys.executable, "benchmarks/bench_gpu.py", "--smoke", "--out",
                           str(tmp_path), "--lists", "softmax_8192", "--timeout", "240"],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
