@@ -159,3 +159,24 @@ def test_a_declaration_that_contradicts_the_source_is_reported(policy):
                for n in verdict.notes)
     # the declaration wins: STAGES is no longer read as the loop's pipelining depth
     assert policy.explain(sp.default().replace(STAGES=3), sp, env(), traits).status == "allowed"
+
+
+def test_an_option_computed_from_a_parameter_is_gated_by_its_value(policy):
+    src = ("import triton.language as tl\n"
+           "def k(p, n, S: tl.constexpr):\n"
+           "    for i in tl.range(0, n, num_stages=S + 1):\n"
+           "        tl.store(p, 1.0)\n        x = tl.load(p)\n")
+    sp = Space(parameters={"S": Parameter(domain=IntRange(low=0, high=2))})
+    region = policy.gate(sp, env(), detect_traits(source=src))
+    assert region.allowed["S"] == [0]  # num_stages = S + 1 is 1 only for S = 0
+
+
+def test_a_literal_option_makes_every_config_use_the_feature(policy):
+    src = ("import triton.language as tl\n"
+           "def k(p, n, B: tl.constexpr):\n"
+           "    for i in tl.range(0, n, num_stages=3):\n"
+           "        tl.store(p, 1.0)\n        x = tl.load(p)\n")
+    sp = Space(parameters={"B": Parameter(domain=Choice(choices=(16, 32)))})
+    verdict = policy.explain(sp.default(), sp, env(), detect_traits(source=src))
+    assert verdict.excluded and verdict.matched[0].sites[0].origin == "kernel"
+    assert list(policy.gate(sp, env(), detect_traits(source=src)).configs()) == []

@@ -31,7 +31,7 @@ _RANGE_POSITIONS = ("arg1", "arg2", "step", "num_stages", "loop_unroll_factor",
 _RUNTIME_CALLS = {"program_id", "num_programs", "load", "load_tensor_descriptor"}
 _MAX_DEPTH = 8
 _MAX_EXPR = 4000
-LoopKind = Literal["tl.range", "tl.static_range", "range", "while"]
+LoopKind = Literal["tl.range", "tl.static_range", "range", "while", "other"]
 
 
 @dataclass(frozen=True)
@@ -254,12 +254,12 @@ class _Walker:
         it = stmt.iter
         self.calls(it, fn, env, loops, branches, depth, skip_root=True)
         name = _call_name(it)
-        kind: LoopKind = "range"
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
-                self.is_module(it.func):
-            kind = "tl.static_range" if name == "static_range" else "tl.range"
-        elif name == "static_range":
+        kind: LoopKind = "other"  # e.g. Helion's hl.tile: not a Triton loop we can read
+        if name == "static_range":
             kind = "tl.static_range"
+        elif name == "range":
+            module = isinstance(it.func, ast.Attribute) and self.is_module(it.func)
+            kind = "tl.range" if module else "range"
         args: dict[str, ast.expr] = {}
         if isinstance(it, ast.Call):
             args = dict(zip(_RANGE_POSITIONS, it.args))
