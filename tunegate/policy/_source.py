@@ -45,7 +45,12 @@ class FunctionSource:
         """The jit helper a call's `func` names, if it can be found."""
         if self.scope is not None:
             obj = _lookup(func, self.scope)
-            return from_object(obj) if _is_jit(obj) else None
+            if not _is_jit(obj):
+                return None
+            try:
+                return from_object(obj)
+            except SourceError:  # a helper without source: its body cannot be read
+                return None
         if isinstance(func, ast.Name) and func.id in self.siblings:
             node = self.siblings[func.id]
             return FunctionSource(node=node, lines=self.lines, first=self.first,

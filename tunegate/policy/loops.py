@@ -146,10 +146,13 @@ class _Walker:
 
     # -- expressions ----------------------------------------------------------------------
     def expand(self, node: ast.expr, env: dict[str, ast.expr]) -> ast.expr:
-        """`node` with every local name replaced by the expression it holds."""
+        """`node` with every local name replaced by the expression it holds.
+
+        Expanded trees are shared, never changed: only the copy of `node` is rewritten.
+        """
         class Sub(ast.NodeTransformer):
             def visit_Name(self, n: ast.Name) -> ast.AST:  # noqa: N802 - ast API
-                return copy.deepcopy(env[n.id]) if n.id in env else n
+                return env.get(n.id, n)
 
         out = Sub().visit(copy.deepcopy(node))
         if len(ast.dump(out)) > _MAX_EXPR:  # a long chain of updates: stop following it

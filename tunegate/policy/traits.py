@@ -147,7 +147,8 @@ class _Collector:
     def _nested_dynamic(self) -> None:
         loops = self.walk.loops
         for inner in loops:
-            if inner.bounds != "runtime" or inner.parent is None or inner.kind == "while":
+            if inner.bounds != "runtime" or inner.parent is None or \
+                    inner.kind not in ("tl.range", "range"):
                 continue
             event = Event(kind="loop", key="", loops=(), branches=(),
                           where=f"line {inner.line}: inner {inner.kind} with run-time bounds")
