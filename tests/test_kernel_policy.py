@@ -67,7 +67,9 @@ def test_seed_exclusion_names_rule_bugs_parameter_loop_and_line(policy):
     (site,) = match.sites
     assert (site.parameter, site.value, site.loop, site.line) == ("INNER_STAGES", 3, 1,
                                                                   inner.line)
-    assert match.loops == {"range_num_stages": [f"1: INNER_STAGES=3 at line {inner.line}"]}
+    assert match.features == {"range_num_stages": [f"1: INNER_STAGES=3 at line {inner.line}"]}
+    assert match.loops["store_then_load"] == [f"1 ({traits.evidence['store_then_load']})"]
+    assert match.traits == {"store_then_load": traits.evidence["store_then_load"]}
     reason = match.as_reason()
     assert reason.evidence["sites"][0]["parameter"] == "INNER_STAGES"
 

@@ -35,13 +35,15 @@ class RuleMatch(BaseModel):
     features: dict[str, Any] = {}
     loops: dict[str, list[Any]] = {}  # predicate name -> loops: an index, or "N (P=V, line L)"
     sites: list[Site] = []  # the parameters, loops and lines that made the rule match
+    traits: dict[str, str] = {}  # the rule's kernel traits -> the code that showed them
 
     def as_reason(self) -> Reason:
         what = "excluded" if self.action == "disable" else "experimental"
         return Reason(kind="rule", summary=f"{what}: {self.title}", rule=self.rule,
                       source=self.source, bugs=self.bugs,
                       evidence={"features": self.features, "loops": self.loops,
-                                "sites": [s.model_dump(mode="json") for s in self.sites]})
+                                "sites": [s.model_dump(mode="json") for s in self.sites],
+                                "traits": self.traits})
 
 
 class Possible(BaseModel):
@@ -204,13 +206,27 @@ def match_rule(rule: Rule, config: Config, space: Space | None,
             if name not in seen:  # a parameter read by name: indices into its own list
                 loops[name] = hits
                 continue
-            loops[name] = [seen[name][i].label() for i in hits]
+            labels = [seen[name][i].label() for i in hits]
+            said = hit_features.get(name) == labels and any(isinstance(x, str) for x in labels)
+            if not said:  # a source loop the features already name is not repeated
+                loops[name] = labels
             sites += [seen[name][i] for i in hits]
         sites += [s for name, found in seen.items() if name not in result.loops
                   for s in found if len(found) == 1]
     return RuleMatch(rule=rule.id, action=rule.action, title=rule.title, reason=rule.reason,
                      bugs=rule.bugs, source=rule.where(), features=hit_features, loops=loops,
                      sites=list(dict.fromkeys(sites)))
+
+
+def _with_traits(match: RuleMatch, rule: Rule, traits: KernelTraits) -> RuleMatch:
+    """The match with the code that showed each of the rule's kernel traits, and its loops."""
+    shown = {t: traits.evidence[t] for t in rule.when.kernel if t in traits.evidence}
+    loops = dict(match.loops)
+    for t, evidence in shown.items():
+        if traits.loop_traits.get(t):
+            where = ", ".join(map(str, traits.loop_traits[t]))
+            loops[t] = [f"{where} ({evidence})"]
+    return match.model_copy(update={"traits": shown, "loops": loops})
 
 
 def judge(rules: list[Rule], config: Config, space: Space | None, env: Environment,
@@ -226,6 +242,8 @@ def judge(rules: list[Rule], config: Config, space: Space | None, env: Environme
         m = match_rule(rule, config, space, used, binding=binding)
         if m is None:
             continue
+        if traits is not None and rule.when.kernel:
+            m = _with_traits(m, rule, traits)
         if state.state == "active":
             matched.append(m)
         else:
