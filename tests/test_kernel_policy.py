@@ -182,3 +182,22 @@ def test_a_literal_option_makes_every_config_use_the_feature(policy):
     verdict = policy.explain(sp.default(), sp, env(), detect_traits(source=src))
     assert verdict.excluded and verdict.matched[0].sites[0].origin == "kernel"
     assert list(policy.gate(sp, env(), detect_traits(source=src)).configs()) == []
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_every_config_the_region_keeps_is_right(policy):
+    """The safety property on real hardware: the seed kernel is right in every allowed config."""
+    import torch
+
+    from tunegate.policy import detect_environment
+
+    here = detect_environment(probe_device=True)
+    region = policy.gate(TASK.space, here, detect_traits(k.seed_store_load))
+    n = 512
+    for config in region.configs():
+        args = {"x_ptr": torch.randn(n * n, device="cuda"),
+                "scratch_ptr": torch.zeros(n * n, device="cuda"),
+                "diff_ptr": torch.full((n * n,), 7.0, device="cuda"), "N": n, "BLOCK": 128}
+        TASK.run(args, config)
+        torch.cuda.synchronize()
+        assert float(args["diff_ptr"].abs().sum()) == 0.0, config.text()
