@@ -33,6 +33,13 @@ def measured() -> dict[tuple, str]:
     return table
 
 
+def test_this_seed_kernel_was_wrong_on_the_h200_exactly_where_the_evidence_says():
+    """tests/data holds a sweep of `seed_store_load` itself on an H200 with Triton 3.6.0."""
+    sweep = json.loads((EMBEDDED.parent / "seed_store_load_h200_sweep.json").read_text())
+    ours = {tuple(r[:5]): "wrong" if r[5] else "ok" for r in sweep["rows"]}
+    assert sweep["triton"] == "3.6.0" and ours == measured()
+
+
 @pytest.fixture(scope="module")
 def policy():
     return Policy.load(cwd="/")
