@@ -208,3 +208,17 @@ def test_on_the_gpu_every_config_the_region_keeps_is_right(policy):
         TASK.run(args, config)
         torch.cuda.synchronize()
         assert float(args["diff_ptr"].abs().sum()) == 0.0, config.text()
+
+
+def test_without_a_loop_map_a_feature_on_several_parameters_matches_if_any_does(policy):
+    from tunegate.policy import KernelTraits
+
+    traits = KernelTraits("k", {"store_then_load": "line 1"})  # traits known, loops not
+    sp = space(features=True)
+    for outer, inner, excluded in ((2, 1, True), (1, 2, True), (1, 1, False)):
+        config = sp.default().replace(OUTER_STAGES=outer, INNER_STAGES=inner)
+        verdict = policy.explain(config, sp, env(), traits)
+        assert verdict.excluded == excluded, (outer, inner)
+    hel = helion_space(loops=2)  # Helion's lists: loop i is Helion's loop i
+    verdict = policy.explain(hel.default().replace(range_num_stages=(0, 3)), hel, env(), traits)
+    assert verdict.excluded and verdict.matched[0].features == {"range_num_stages": [1]}

@@ -124,6 +124,11 @@ def _evaluation_order(node: ast.AST) -> list[ast.Call]:
     return out
 
 
+def _is_none(node: ast.expr) -> bool:
+    """`num_stages=None`: the option is left to the compiler, as if it were not written."""
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def _root(node: ast.AST) -> ast.AST:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
@@ -133,7 +138,7 @@ def _root(node: ast.AST) -> ast.AST:
 class _Walker:
     def __init__(self, kernel: FunctionSource) -> None:
         args = kernel.node.args
-        params = [a for a in args.posonlyargs + args.args + args.kwonlyargs]
+        params = args.posonlyargs + args.args + args.kwonlyargs
         self.kernel = kernel
         self.walk = Walk(
             name=kernel.node.name, parameters=tuple(a.arg for a in params),
@@ -141,7 +146,6 @@ class _Walker:
                                  and "constexpr" in ast.dump(a.annotation)))
         self.descriptor_params = {a.arg for a in params if a.annotation is not None
                                   and "descriptor" in ast.dump(a.annotation).lower()}
-        self.static_loops: set[int] = set()
         self._if_ids = 0
 
     # -- expressions ----------------------------------------------------------------------
@@ -274,13 +278,11 @@ class _Walker:
         names = sorted({n for b in bounds for n in self.names_of(b)
                         if n not in self.walk.constexprs})
         options = {opt: self.option(opt, args[opt], env) for opt in LOOP_OPTIONS
-                   if opt in args and kind == "tl.range"}
+                   if opt in args and kind == "tl.range" and not _is_none(args[opt])}
         if "num_stages" not in options and kind in ("tl.range", "range"):
             options["num_stages"] = OptionSource(option="num_stages", expr="num_stages",
                                                  parameters=("num_stages",), launch=True)
         index = self.add_loop(fn, stmt, kind, loops, runtime, names, options)
-        if kind == "tl.static_range":
-            self.static_loops.add(index)
         inner = dict(env)
         for t in ast.walk(stmt.target):
             if isinstance(t, ast.Name):
@@ -314,7 +316,7 @@ class _Walker:
     def calls(self, node: ast.expr, fn: FunctionSource, env: dict[str, ast.expr],
               loops: tuple[int, ...], branches: tuple[tuple[int, int], ...], depth: int,
               acc: str | None = None, skip_root: bool = False) -> None:
-        """Record every call in `node`, in source order; inline calls to jit helpers."""
+        """Record every call in `node` in the order they run; inline calls to jit helpers."""
         for call in _evaluation_order(node):
             if skip_root and call is node:
                 continue
