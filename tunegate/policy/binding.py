@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict
 from ..space.domains import PerLoop
 from ..space.features import FEATURES, uses
 from ..space.space import Space
-from .loops import LOOP_OPTIONS, evaluate
+from ._arith import evaluate
+from .loops import LOOP_OPTIONS
 from .predicate import MISSING
 from .rules import Rule
 from .traits import KernelTraits
