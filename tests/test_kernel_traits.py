@@ -98,3 +98,16 @@ def test_static_range_is_not_pipelined_by_the_launch_option():
             "    for i in tl.static_range(0, B):\n        tl.store(p + i, 1.0)\n")
     (loop,) = detect_traits(source=text).loops
     assert loop.kind == "tl.static_range" and loop.options == {}
+
+
+def test_a_fixed_address_loaded_then_stored_is_loaded_again_next_iteration():
+    text = ("import triton.language as tl\n"
+            "def k(p, c_ptr, n, B: tl.constexpr):\n"
+            "    q = c_ptr + tl.arange(0, B)\n"
+            "    for i in range(n):\n        acc = tl.load(q)\n        tl.store(q, acc + 1)\n"
+            "    for i in range(n):\n        x = tl.load(p + i)\n        tl.store(p + i, x)\n"
+            "    r = c_ptr\n"
+            "    for i in range(n):\n        y = tl.load(r)\n        r += 1\n"
+            "        tl.store(r - 1, y)\n")
+    t = detect_traits(source=text)
+    assert t.loop_traits["store_then_load"] == (0,)  # not loop 1 (p + i) nor 2 (r moves)

@@ -83,6 +83,7 @@ class Event:
     loop_text: str = ""
     trans: bool = False
     base: str | None = None
+    invariant: tuple[int, ...] = ()  # loops whose iterations all access the same address
 
 
 @dataclass
@@ -148,6 +149,7 @@ class _Walker:
         self.descriptor_params = {a.arg for a in params if a.annotation is not None
                                   and "descriptor" in ast.dump(a.annotation).lower()}
         self._if_ids = 0
+        self.assigned: dict[int, set[str]] = {}  # loop -> names its body assigns
 
     # -- expressions ----------------------------------------------------------------------
     def expand(self, node: ast.expr, env: dict[str, ast.expr]) -> ast.expr:
@@ -288,6 +290,8 @@ class _Walker:
         for t in ast.walk(stmt.target):
             if isinstance(t, ast.Name):
                 inner[t.id] = _marker(f"loop{index}", kind != "tl.static_range")
+        self.assigned[index] = {t.id for n in [stmt.target, *stmt.body] for t in ast.walk(n)
+                                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
         self.body(fn, stmt.body, inner, loops + (index,), branches, depth)
         env.update({k: v for k, v in inner.items() if k in env})
 
@@ -351,7 +355,8 @@ class _Walker:
                 while isinstance(base, ast.BinOp):
                     base = _root(base.left)
                 event(name, ast.dump(address),
-                      base=base.id if isinstance(base, ast.Name) else None)
+                      base=base.id if isinstance(base, ast.Name) else None,
+                      invariant=self.invariant(fn, ptr, address, loops))
         elif name in ("load_tensor_descriptor", "store_tensor_descriptor",
                       "_experimental_descriptor_load", "_experimental_descriptor_store"):
             kind = "desc_load" if "load" in name else "desc_store"
@@ -379,6 +384,20 @@ class _Walker:
             helper = fn.helper(call.func)
             if helper is not None:
                 self.inline(helper, call, env, loops, branches, depth)
+
+    def invariant(self, fn: FunctionSource, ptr: ast.expr, address: ast.expr,
+                  loops: tuple[int, ...]) -> tuple[int, ...]:
+        """The loops of `loops` in whose every iteration `ptr` is the same address.
+
+        Only for the kernel's own code: a helper's names are its parameters, not the loop's.
+        """
+        if fn is not self.kernel:
+            return ()
+        names = {n.id for n in ast.walk(ptr) if isinstance(n, ast.Name)}
+        markers = {int(n.id.rsplit("loop", 1)[1]) for n in ast.walk(address)
+                   if isinstance(n, ast.Name) and n.id.startswith("\x00rt:loop")}
+        return tuple(loop for loop in loops if not names & self.assigned.get(loop, set())
+                     and not any(m >= loop for m in markers))
 
     def transposed(self, node: ast.AST) -> bool:
         """A `tl.trans(x)`, `tl.permute(x, ...)` or `x.T` that reaches a dot operand."""

@@ -18,7 +18,8 @@ __all__ = ["KERNEL_FEATURES", "LOOP_TRAITS", "TRAITS", "KernelTraits", "TraitErr
            "detect_traits"]
 
 TRAITS: dict[str, str] = {
-    "store_then_load": "a tl.store followed by a tl.load of the same pointer inside one loop",
+    "store_then_load": "a tl.store and a later tl.load of the same address in one loop "
+                       "(in the same iteration, or the next one for a fixed address)",
     "in_place": "a kernel argument that is both loaded and stored",
     "atomics": "tl.atomic_* operations",
     "dot": "tl.dot",
@@ -130,6 +131,9 @@ class _Collector:
         for _, load, loop in self.pairs({"store"}, {"load"}) + \
                 self.pairs({"desc_store"}, {"desc_load"}):
             self.note("store_then_load", load, loop)
+        for load, store, loop in self.pairs({"load"}, {"store"}):
+            if loop in load.invariant and loop in store.invariant:  # next iteration loads it
+                self.note("store_then_load", store, loop)
         for _, dot, loop in self.pairs({"dot"}, {"dot"}):
             if dot.key:
                 self.note("chained_dot_acc", dot, loop)
