@@ -183,36 +183,39 @@ def _from_source(space: Space, traits: KernelTraits | None) -> tuple[list[Driver
     return out, notes
 
 
+def _declared(name: str, declared: tuple[str, ...], mine: list[Driver],
+              notes: list[str]) -> list[Driver]:
+    """Drivers for features bound by hand: the source's loops where it agrees, reported if not."""
+    if mine and not {d.feature for d in mine} & set(declared):
+        used_as = ", ".join(sorted({(d.option or d.feature) + (
+            f" of loop {d.loop} (line {d.line})" if d.loop is not None else "") for d in mine}))
+        notes.append(f"parameter {name} is declared as {', '.join(declared)}, but the "
+                     f"kernel's source uses it as {used_as}; the declaration wins")
+        loops = sorted({(d.loop, d.line) for d in mine if d.loop is not None},
+                       key=lambda x: x[0] or 0)
+        return [Driver(feature=f, parameters=(name,), loop=lp, line=ln)
+                for f in declared for lp, ln in loops] or \
+            [Driver(feature=f, parameters=(name,)) for f in declared]
+    out = []
+    for f in declared:
+        out += [d for d in mine if d.feature == f] or [Driver(feature=f, parameters=(name,))]
+    return out + [d for d in mine if d.feature not in declared and d.parameters[0] == name]
+
+
 def bind(space: Space | None, traits: KernelTraits | None = None) -> Binding:
     """The binding of `space`'s parameters to features, for the kernel with `traits`."""
     if space is None:
         space = Space(parameters={})
     auto, notes = _from_source(space, traits)
-    drivers = [d for d in auto if not d.parameters]
+    drivers = [d for d in auto if not d.parameters]  # literals written in the kernel
     for name, param in space.parameters.items():
         mine = [d for d in auto if name in d.parameters]
-        declared = param.features
-        if isinstance(param.domain, PerLoop) or not declared:
-            drivers += [Driver(feature=f, parameters=(name,)) for f in declared]
-            drivers += [d for d in mine if d.parameters[0] == name] if not declared else []
-            continue
-        source_features = {d.feature for d in mine}
-        loops = sorted({(d.loop, d.line) for d in mine if d.loop is not None},
-                       key=lambda x: x[0] or 0)
-        if mine and not source_features & set(declared):
-            used_as = ", ".join(sorted({f"{d.option or d.feature}" + (
-                f" of loop {d.loop} (line {d.line})" if d.loop is not None else "")
-                for d in mine}))
-            notes.append(f"parameter {name} is declared as {', '.join(declared)}, but the "
-                         f"kernel's source uses it as {used_as}; the declaration wins")
-            for f in declared:
-                drivers += ([Driver(feature=f, parameters=(name,), loop=lp, line=ln)
-                             for lp, ln in loops] or [Driver(feature=f, parameters=(name,))])
-            continue
-        for f in declared:
-            same = [d for d in mine if d.feature == f]
-            drivers += same or [Driver(feature=f, parameters=(name,))]
-        drivers += [d for d in mine if d.feature not in declared and d.parameters[0] == name]
+        if isinstance(param.domain, PerLoop):  # Helion's lists: loop i is Helion's loop i
+            drivers += [Driver(feature=f, parameters=(name,)) for f in param.features]
+        elif param.features:
+            drivers += _declared(name, param.features, mine, notes)
+        else:
+            drivers += [d for d in mine if d.parameters[0] == name]
     kernel = traits.features if traits else {}
     return Binding(drivers=tuple(dict.fromkeys(drivers)),
                    kernel_features={f: e for f, e in kernel.items() if f in FEATURES},
