@@ -5,9 +5,10 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Sequence
 
-from .policy import Environment, Verdict
+from .policy import Environment, KernelTraits, Verdict
+from .policy.binding import Binding
 
-__all__ = ["explanation", "table"]
+__all__ = ["bindings", "explanation", "kernel_loops", "table"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -82,4 +83,34 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
             out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}")
             for k, v in (h.get("evidence") or {}).items():
                 out.append(f"      {k}: {v}")
+    return "\n".join(out)
+
+
+def kernel_loops(traits: KernelTraits) -> str:
+    """The loop map: each loop's line, nesting, bounds, options and the traits it holds."""
+    head = traits.name + (" — traits: " + ", ".join(sorted(traits.traits))
+                          if traits.traits else " — no traits")
+    out = [f"kernel   {head}"]
+    for feature, evidence in traits.features.items():
+        out.append(f"uses     {feature} in every config ({evidence})")
+    if not traits.loops:
+        return "\n".join(out + ["loops    none"])
+    rows = []
+    for loop in traits.loops:
+        bounds = loop.bounds + (f" ({', '.join(loop.runtime_names)})"
+                                if loop.runtime_names else "")
+        options = ", ".join(f"{o}={s.describe()}" for o, s in loop.options.items())
+        rows.append((loop.index, loop.line, "  " * loop.depth + loop.kind, loop.function,
+                     bounds, options or "-", ", ".join(traits.traits_of(loop.index)) or "-"))
+    out += ["", table(["loop", "line", "kind", "function", "bounds", "options", "traits"], rows)]
+    return "\n".join(out)
+
+
+def bindings(binding: Binding) -> str:
+    """Which parameter drives which feature on which loop, and where that binding came from."""
+    rows = [(", ".join(d.parameters) or repr(d.literal), d.feature,
+             "kernel-wide" if d.loop is None else f"{d.loop} (line {d.line})",
+             d.expr or "-", d.origin) for d in binding.drivers]
+    out = [table(["parameter", "feature", "loop", "value", "bound by"], rows)] if rows else []
+    out += [f"note: {n}" for n in binding.notes]
     return "\n".join(out)

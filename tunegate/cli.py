@@ -7,6 +7,7 @@ Exit codes: 0 success; 1 a result the user asked to detect (`--fail-on`, a faile
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -140,9 +141,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"fingerprint": policy.fingerprint(), "rules": rows})
         return EXIT_OK
-    print(_render.table(["rule", "action", "here", "source", "title"],
-                        [(r["id"], r["action"], r["state"], r["source"], r["title"])
-                         for r in rows]))
+    print(_render.table(["rule", "action", "here", "bugs", "source", "title"],
+                        [(r["id"], r["action"], r["state"], ", ".join(r["bugs"]) or "-",
+                          r["source"], r["title"]) for r in rows]))
     print(f"\n{len(rows)} rules; policy fingerprint {policy.fingerprint()}")
     return EXIT_OK
 
@@ -177,16 +178,29 @@ def cmd_space_show(args: argparse.Namespace) -> int:
     for name, p in space.parameters.items():
         allowed = region.allowed[name]
         full = list((p.domain.element if hasattr(p.domain, "element") else p.domain).values())
-        params.append({"name": name, "domain": p.domain.describe(), "features": list(p.features),
+        bound = sorted({d.feature for d in region.binding.drivers if name in d.parameters})
+        params.append({"name": name, "domain": p.domain.describe(), "features": bound,
                        "default": p.domain.default(),
                        "excluded_values": [v for v in full if v not in allowed]})
     removals = [{"rule": r.rule, "removes": r.count, "exact": r.exact, "assumed": r.assumed}
                 for r in region.removals()]
     if args.json:
+        kernel = None if traits is None else {
+            "name": traits.name, "traits": traits.evidence,
+            "loop_traits": traits.loop_traits, "features": traits.features,
+            "loops": [dataclasses.asdict(loop) for loop in traits.loops],
+            "bindings": [dataclasses.asdict(d) for d in region.binding.drivers],
+            "notes": list(region.binding.notes)}
         _print_json({"cardinality": total, "after_restrictions": region.upper_bound(),
                      "parameters": params, "removals": removals,
-                     "residual_rules": [r.id for r in region.residual]})
+                     "residual_rules": [r.id for r in region.residual], "kernel": kernel})
         return EXIT_OK
+    if traits is not None:
+        print(_render.kernel_loops(traits))
+        print()
+        if region.binding.drivers or region.binding.notes:
+            print(_render.bindings(region.binding))
+            print()
     print(_render.table(["parameter", "domain", "features", "default", "excluded here"],
                         [(p["name"], p["domain"], ", ".join(p["features"]) or "-", p["default"],
                           ", ".join(map(repr, p["excluded_values"])) or "-") for p in params]))

@@ -18,7 +18,8 @@ from ..space.space import Config, Space
 from .env import Environment
 from .rules import Rule
 from .traits import KernelTraits
-from .verdict import Verdict, features_used, judge, match_rule, rule_state
+from .binding import bind
+from .verdict import Verdict, judge, match_rule, rule_state
 
 __all__ = ["EmptyRegion", "Region", "Removal", "gate"]
 
@@ -46,6 +47,7 @@ class Region:
     def __init__(self, space: Space, rules: list[Rule], env: Environment,
                  traits: KernelTraits | None, *, assume_unknown: bool = True) -> None:
         self.space, self.rules, self.env, self.traits = space, rules, env, traits
+        self.binding = bind(space, traits)
         states = {r.id: rule_state(r, env, traits).state for r in rules}
         live = {"active", "possible"} if assume_unknown else {"active"}
         self.disabling = [r for r in rules if r.action == "disable" and states[r.id] in live]
@@ -64,20 +66,27 @@ class Region:
         return domain.element if isinstance(domain, PerLoop) else domain
 
     def _dependencies(self, rule: Rule) -> set[str]:
-        deps = {p for f in rule.features for p in self.space.bound_to(f)}
+        """The parameters a rule reads, on the loops it is aimed at."""
+        scope = self.binding.scope(rule)
+        deps = {p for f in rule.features for p in self.binding.parameters(f, scope)}
         for name, _ in rule.match.names() if rule.match else []:
-            deps |= {name} if name in self.space.parameters else set(self.space.bound_to(name))
+            deps |= ({name} if name in self.space.parameters
+                     else self.binding.parameters(name, scope))
         return deps
 
+    def _match(self, rule: Rule, config: Config, used: dict[str, Any] | None = None) -> bool:
+        return match_rule(rule, config, self.space, used, binding=self.binding) is not None
+
     def _matches_with(self, rule: Rule, name: str, value: Any) -> bool:
-        config = self.space.default().replace(**{name: value})
-        return match_rule(rule, config, self.space) is not None
+        return self._match(rule, self.space.default().replace(**{name: value}))
 
     def _restrict(self, rule: Rule) -> bool:
         """Narrow one parameter's domain if the rule depends on it alone; False otherwise."""
+        if rule.features and not set(rule.features) & self.binding.features():
+            return True  # nothing in this space or kernel can use its features
         deps = self._dependencies(rule)
         if not deps:  # reads nothing of this space: it matches every config or none
-            if match_rule(rule, self.space.default(), self.space):
+            if self._match(rule, self.space.default()):
                 self.allowed = {n: [] for n in self.allowed}
             return True
         if len(deps) > 1:
@@ -102,12 +111,12 @@ class Region:
     # -- queries ------------------------------------------------------------------------
     def verdict(self, config: Config) -> Verdict:
         return judge(self.rules, self.space.validate_config(config), self.space, self.env,
-                     self.traits)
+                     self.traits, self.binding)
 
     def _hit(self, rules: list[Rule], config: Config) -> bool:
         """Whether any of `rules` matches; the config's features are worked out once."""
-        used = features_used(config, self.space)
-        return any(match_rule(r, config, self.space, used) for r in rules)
+        used = self.binding.used(config.values)
+        return any(self._match(r, config, used) for r in rules)
 
     def contains(self, config: Config) -> bool:
         return not self._hit(self.disabling, self.space.validate_config(config))
@@ -167,7 +176,7 @@ class Region:
         sample = (list(self.space.configs()) if exact else
                   [self.space.sample(random.Random(i)) for i in range(_SAMPLES)])
         for rule in self.disabling:
-            hits = sum(1 for c in sample if match_rule(rule, c, self.space))
+            hits = sum(1 for c in sample if self._match(rule, c))
             count = hits if exact else math.floor(hits / len(sample) * total)
             out.append(Removal(rule.id, count, exact, rule.id in self.assumed))
         return out

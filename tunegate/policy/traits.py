@@ -2,175 +2,179 @@
 
 A trait is a property of the kernel's code that makes a known bug reachable, such as a store
 followed by a load of the same address inside one loop. Each detected trait keeps the line that
-showed it, so an explanation can point at the code.
+showed it, and a loop trait also the loops it occurs in (see `loops`), so a rule can hit the
+loop that holds the hazard and an explanation can point at the code.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["TRAITS", "KernelTraits", "TraitError", "detect_traits"]
+from ._source import SourceError, from_object, from_text
+from .loops import Event, Loop, Walk, walk_kernel
+
+__all__ = ["KERNEL_FEATURES", "LOOP_TRAITS", "TRAITS", "KernelTraits", "TraitError",
+           "detect_traits"]
 
 TRAITS: dict[str, str] = {
-    "store_then_load": "a tl.store followed by a tl.load of the same pointer inside one loop",
+    "store_then_load": "a tl.store and a later tl.load of the same address in one loop "
+                       "(in the same iteration, or the next one for a fixed address)",
     "in_place": "a kernel argument that is both loaded and stored",
     "atomics": "tl.atomic_* operations",
     "dot": "tl.dot",
     "multi_dot": "two or more tl.dot calls",
     "dot_trans_and_sum": "one loop holding a tl.sum and a tl.dot of a tl.trans",
     "chained_dot_acc": "two tl.dot calls chained through one accumulator in a loop",
-    "tensor_descriptor": "tensor descriptors made in the kernel",
+    "tensor_descriptor": "tensor descriptors made in the kernel or passed to it",
     "block_ptr": "tl.make_block_ptr / tl.advance",
     "nested_dynamic_range": "a loop nest whose inner range has run-time bounds",
 }
 
+LOOP_TRAITS = ("store_then_load", "dot_trans_and_sum", "chained_dot_acc", "tensor_descriptor",
+               "nested_dynamic_range", "atomics")
+"""Traits that belong to loops: the ones a rule can aim at the loop that holds them."""
 
-class TraitError(ValueError):
+KERNEL_FEATURES = ("tensor_descriptor", "block_ptr", "atomics")
+"""Traits that are also features: a kernel that has one uses it in every config."""
+
+
+class TraitError(SourceError):
     """The kernel's source cannot be found or parsed."""
 
 
 @dataclass(frozen=True)
 class KernelTraits:
-    """The traits of one kernel, each with the `line N: code` that showed it."""
+    """The traits of one kernel, each with the `line N: code` that showed it, and its loop map.
+
+    `loop_traits` names the loops (indices into `loops`) of each loop trait; a trait in
+    `evidence` but not in `loop_traits` has unknown loops, so a rule applies to every loop.
+    """
 
     name: str
     evidence: dict[str, str] = field(default_factory=dict)
+    loops: tuple[Loop, ...] = ()
+    loop_traits: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    parameters: tuple[str, ...] = ()
+    constexprs: frozenset[str] = frozenset()
 
     @property
     def traits(self) -> frozenset[str]:
         return frozenset(self.evidence)
 
+    @property
+    def features(self) -> dict[str, str]:
+        """Features the kernel itself uses (so every config of it does), with their evidence."""
+        return {f: self.evidence[f] for f in KERNEL_FEATURES if f in self.evidence}
 
-def _call_name(node: ast.AST) -> str | None:
-    """`store` for `tl.store(...)`, `triton.language.store(...)` or `store(...)`."""
-    if not isinstance(node, ast.Call):
-        return None
-    f = node.func
-    if isinstance(f, ast.Attribute):
-        return f.attr
-    return f.id if isinstance(f, ast.Name) else None
+    def traits_of(self, loop: int) -> list[str]:
+        return [t for t, idx in self.loop_traits.items() if loop in idx]
 
 
-def _pointer(call: ast.Call) -> ast.AST | None:
-    if call.args:
-        return call.args[0]
-    return next((k.value for k in call.keywords if k.arg in ("pointer", "ptr")), None)
+def _lca(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
+    """The innermost loop that holds both events."""
+    common = None
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        common = x
+    return common
 
 
-def _base_name(node: ast.AST | None) -> str | None:
-    """The leftmost name of a pointer expression: `x_ptr` in `x_ptr + offs * stride`."""
-    while isinstance(node, (ast.BinOp, ast.Subscript, ast.Attribute)):
-        node = node.left if isinstance(node, ast.BinOp) else node.value
-    return node.id if isinstance(node, ast.Name) else None
+def _exclusive(a: Event, b: Event) -> bool:
+    """In different branches of one `if CONSTEXPR:`, so never in the same compiled kernel."""
+    other = dict(b.branches)
+    return any(i in other and other[i] != side for i, side in a.branches)
 
 
-def _calls(nodes: list[ast.stmt]) -> list[ast.Call]:
-    """Calls in source order (ast.walk is breadth-first, which would misorder them)."""
-    found = [n for stmt in nodes for n in ast.walk(stmt) if isinstance(n, ast.Call)]
-    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
-
-
-class _Detector:
-    def __init__(self, fn: ast.FunctionDef, source_lines: list[str], first_line: int) -> None:
-        self.fn, self.lines, self.first = fn, source_lines, first_line
+class _Collector:
+    def __init__(self, walk: Walk) -> None:
+        self.walk = walk
         self.evidence: dict[str, str] = {}
+        self.loops: dict[str, set[int]] = {}
 
-    def note(self, trait: str, node: ast.AST) -> None:
-        if trait not in self.evidence:
-            line = getattr(node, "lineno", 1)
-            code = self.lines[line - 1].strip() if line <= len(self.lines) else ""
-            self.evidence[trait] = f"line {line + self.first - 1}: {code}"
+    def note(self, trait: str, event: Event, loop: int | None = None) -> None:
+        self.evidence.setdefault(trait, event.where)
+        if loop is not None:
+            self.loops.setdefault(trait, set()).add(loop)
 
-    def run(self) -> dict[str, str]:
-        calls = _calls(self.fn.body)
-        dots = [c for c in calls if _call_name(c) == "dot"]
-        for c in calls:
-            name = _call_name(c) or ""
-            if name.startswith("atomic_"):
-                self.note("atomics", c)
-            if name == "make_tensor_descriptor":
-                self.note("tensor_descriptor", c)
-            if name in ("make_block_ptr", "advance"):
-                self.note("block_ptr", c)
+    def pairs(self, first: set[str], second: set[str], same_key: bool = True
+              ) -> list[tuple[Event, Event, int]]:
+        """(earlier, later, loop) for events of the two kinds that share one loop iteration."""
+        out = []
+        events = self.walk.events
+        for j, later in enumerate(events):
+            if later.kind not in second:
+                continue
+            for earlier in events[:j]:
+                if earlier.kind not in first or (same_key and earlier.key != later.key):
+                    continue
+                loop = _lca(earlier.loops, later.loops)
+                if loop is not None and not _exclusive(earlier, later):
+                    out.append((earlier, later, loop))
+        return out
+
+    def run(self) -> None:
+        events = self.walk.events
+        for e in events:
+            if e.kind in ("atomics", "tensor_descriptor", "block_ptr"):
+                self.note(e.kind, e, e.loops[-1] if e.loops else None)
+            if e.kind in ("desc_load", "desc_store"):
+                self.note("tensor_descriptor", e, e.loops[-1] if e.loops else None)
+        dots = [e for e in events if e.kind == "dot"]
         if dots:
             self.note("dot", dots[0])
-        if len(dots) >= 2:
-            self.note("multi_dot", dots[1])
-        self._in_place(calls)
-        for loop in (n for n in ast.walk(self.fn) if isinstance(n, (ast.For, ast.While))):
-            self._loop(loop)
-        return self.evidence
+        for a, b in ((a, b) for i, b in enumerate(dots) for a in dots[:i]):
+            if not _exclusive(a, b):
+                self.note("multi_dot", b)
+                break
+        for _, load, loop in self.pairs({"store"}, {"load"}) + \
+                self.pairs({"desc_store"}, {"desc_load"}):
+            self.note("store_then_load", load, loop)
+        for load, store, loop in self.pairs({"load"}, {"store"}):
+            if loop in load.invariant and loop in store.invariant:  # next iteration loads it
+                self.note("store_then_load", store, loop)
+        for _, dot, loop in self.pairs({"dot"}, {"dot"}):
+            if dot.key:
+                self.note("chained_dot_acc", dot, loop)
+        for a, b, loop in self.pairs({"sum", "dot"}, {"sum", "dot"}, same_key=False):
+            trans = next((e for e in (a, b) if e.kind == "dot" and e.trans), None)
+            if trans is not None and {a.kind, b.kind} == {"sum", "dot"}:
+                self.note("dot_trans_and_sum", trans, loop)
+        params = set(self.walk.parameters)
+        loaded = {e.base for e in events if e.kind == "load"} & params
+        for e in events:
+            if e.kind == "store" and e.base in loaded:
+                self.note("in_place", e)
+        self._nested_dynamic()
 
-    def _in_place(self, calls: list[ast.Call]) -> None:
-        params = {a.arg for a in self.fn.args.args}
-        loaded = {_base_name(_pointer(c)) for c in calls if _call_name(c) == "load"}
-        for c in calls:
-            if _call_name(c) == "store" and _base_name(_pointer(c)) in params & loaded:
-                self.note("in_place", c)
-
-    def _loop(self, loop: ast.For | ast.While) -> None:
-        calls = _calls(loop.body)
-        stored: set[str] = set()
-        for c in calls:
-            name, ptr = _call_name(c), _pointer(c)
-            if ptr is None:
+    def _nested_dynamic(self) -> None:
+        loops = self.walk.loops
+        for inner in loops:
+            if inner.bounds != "runtime" or inner.parent is None or \
+                    inner.kind not in ("tl.range", "range"):
                 continue
-            if name == "store":
-                stored.add(ast.dump(ptr))
-            elif name == "load" and ast.dump(ptr) in stored:
-                self.note("store_then_load", c)
-        names = [_call_name(c) for c in calls]
-        dots = [c for c in calls if _call_name(c) == "dot"]
-        if "sum" in names and any(
-            _call_name(a) == "trans" or (isinstance(a, ast.Attribute) and a.attr == "T")
-            for d in dots for a in d.args
-        ):
-            self.note("dot_trans_and_sum", dots[0])
-        accs = [ast.dump(d.args[2]) for d in dots if len(d.args) >= 3]
-        accs += [ast.dump(k.value) for d in dots for k in d.keywords if k.arg == "acc"]
-        if len(accs) != len(set(accs)):
-            self.note("chained_dot_acc", dots[-1])
-        if isinstance(loop, ast.For):
-            self._nested_range(loop)
-
-    def _nested_range(self, outer: ast.For) -> None:
-        constexprs = {a.arg for a in self.fn.args.args
-                      if a.annotation is not None and "constexpr" in ast.dump(a.annotation)}
-        for inner in ast.walk(ast.Module(body=outer.body, type_ignores=[])):
-            if isinstance(inner, ast.For) and isinstance(inner.iter, ast.Call):
-                bounds = [n.id for a in inner.iter.args for n in ast.walk(a)
-                          if isinstance(n, ast.Name)]
-                if any(b not in constexprs for b in bounds):
-                    self.note("nested_dynamic_range", inner)
-
-
-def _source_of(kernel: Any) -> tuple[str, int, str]:
-    fn: Callable[..., Any] = getattr(kernel, "fn", kernel)
-    try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError) as e:
-        raise TraitError(f"cannot read the source of {kernel!r}: {e}") from None
-    return textwrap.dedent("".join(lines)), first, getattr(fn, "__name__", "kernel")
+            event = Event(kind="loop", key="", loops=(), branches=(),
+                          where=f"line {inner.line}: inner {inner.kind} with run-time bounds")
+            parent: int | None = inner.parent
+            while parent is not None:
+                self.note("nested_dynamic_range", event, parent)
+                parent = loops[parent].parent
 
 
 def detect_traits(kernel: Any = None, *, source: str | None = None,
                   name: str | None = None) -> KernelTraits:
-    """Traits of a jitted kernel or plain function, or of `source` (the first def, or `name`)."""
-    first = 1
-    if source is None:
-        source, first, fname = _source_of(kernel)
-        name = name or fname
+    """Traits and loop map of a jitted kernel or plain function, or of `source` (the first
+    def, or `name`)."""
     try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        raise TraitError(f"cannot parse kernel source: {e}") from None
-    defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
-    fn = next((d for d in defs if name is None or d.name == name), None)
-    if fn is None:
-        raise TraitError(f"no function {name!r} in the kernel source")
-    evidence = _Detector(fn, source.splitlines(), first).run()
-    return KernelTraits(name=fn.name, evidence=evidence)
+        fn = from_text(source, name) if source is not None else from_object(kernel)
+    except SourceError as e:
+        raise TraitError(str(e)) from None
+    walk = walk_kernel(fn)
+    collector = _Collector(walk)
+    collector.run()
+    return KernelTraits(
+        name=fn.node.name, evidence=collector.evidence, loops=tuple(walk.loops),
+        loop_traits={t: tuple(sorted(collector.loops.get(t, ()))) for t in LOOP_TRAITS
+                     if t in collector.evidence},
+        parameters=walk.parameters, constexprs=walk.constexprs)

@@ -7,15 +7,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..reasons import Reason
-from ..space.features import uses
+from ..space.features import FEATURES, uses
 from ..space.space import Config, Space
+from .binding import Binding, Site, bind
 from .env import Environment
 from .predicate import MISSING
 from .rules import Conditions, Rule
 from .traits import KernelTraits
 
 __all__ = ["Inactive", "Possible", "RuleMatch", "RuleState", "Status", "Verdict",
-           "rule_state", "match_rule", "judge"]
+           "features_used", "judge", "lookup_in", "match_rule", "rule_state"]
 
 Status = Literal["excluded", "experimental", "allowed"]
 
@@ -32,13 +33,17 @@ class RuleMatch(BaseModel):
     bugs: tuple[str, ...]
     source: str
     features: dict[str, Any] = {}
-    loops: dict[str, list[int]] = {}
+    loops: dict[str, list[Any]] = {}  # predicate name -> loops: an index, or "N (P=V, line L)"
+    sites: list[Site] = []  # the parameters, loops and lines that made the rule match
+    traits: dict[str, str] = {}  # the rule's kernel traits -> the code that showed them
 
     def as_reason(self) -> Reason:
         what = "excluded" if self.action == "disable" else "experimental"
         return Reason(kind="rule", summary=f"{what}: {self.title}", rule=self.rule,
                       source=self.source, bugs=self.bugs,
-                      evidence={"features": self.features, "loops": self.loops})
+                      evidence={"features": self.features, "loops": self.loops,
+                                "sites": [s.model_dump(mode="json") for s in self.sites],
+                                "traits": self.traits})
 
 
 class Possible(BaseModel):
@@ -76,6 +81,7 @@ class Verdict(BaseModel):
     inactive: list[Inactive]
     features_used: dict[str, Any]
     experimental_features: list[str]
+    notes: list[str] = []  # declared bindings that contradict the kernel's source
 
     @property
     def excluded(self) -> bool:
@@ -134,61 +140,110 @@ def rule_state(rule: Rule, env: Environment, traits: KernelTraits | None) -> Rul
     return RuleState(state="active")
 
 
-def lookup_in(config: Config, space: Space | None):  # noqa: ANN201 - a closure
-    """A predicate lookup: a parameter by name, else the parameter bound to a feature by name."""
+def lookup_in(config: Config, space: Space | None, binding: Binding | None = None,
+              scope: frozenset[int] | None = None,
+              seen: dict[str, list[Site]] | None = None):  # noqa: ANN201 - a closure
+    """A predicate lookup: a parameter by name, else every value of a feature in `scope`.
+
+    A feature with one kernel-wide value reads as that value; with several (several loops,
+    several parameters, a per-loop list) as a tuple that matches if any element does. The
+    sites read are recorded in `seen`, so a match can name the parameter, loop and line.
+    """
+    binding = binding or bind(space)
+
     def lookup(name: str) -> Any:
         if name in config.values:
             return config.values[name]
-        bound = space.bound_to(name) if space is not None else []
-        return config.values[bound[0]] if bound else MISSING
+        if name not in FEATURES:
+            return MISSING
+        sites = binding.sites(name, config.values, scope)
+        if seen is not None:
+            seen[name] = sites
+        if not sites:
+            return MISSING
+        if len(sites) == 1 and sites[0].element is None and sites[0].loop is None:
+            return sites[0].value  # one kernel-wide value: compare it as it is
+        return tuple(s.value for s in sites)
 
     return lookup
 
 
-def features_used(config: Config, space: Space | None) -> dict[str, Any]:
-    """Feature -> True, or the loop indices that use it, for every feature the config uses."""
-    out: dict[str, Any] = {}
-    if space is None:
-        return out
-    for name, param in space.parameters.items():
-        for feat in param.features:
-            if name not in config.values:
-                continue
-            hit = uses(feat, config.values[name])
-            if hit:
-                out[feat] = hit
-    return out
+def features_used(config: Config, space: Space | None, binding: Binding | None = None,
+                  scope: frozenset[int] | None = None) -> dict[str, Any]:
+    """Feature -> True, or the loops that use it, for every feature the config uses."""
+    return (binding or bind(space)).used(config.values, scope)
 
 
 def match_rule(rule: Rule, config: Config, space: Space | None,
-               used: dict[str, Any] | None = None) -> RuleMatch | None:
-    """A `RuleMatch` if the rule covers the config (ignoring whether the rule is active)."""
-    used = features_used(config, space) if used is None else used
-    hit_features = {f: used[f] for f in rule.features if f in used}
+               used: dict[str, Any] | None = None, *, traits: KernelTraits | None = None,
+               binding: Binding | None = None) -> RuleMatch | None:
+    """A `RuleMatch` if the rule covers the config (ignoring whether the rule is active).
+
+    `used` is the config's `features_used` (worked out once by a caller that asks many rules);
+    `traits` (or a `binding` made from them) aims loop rules at the loops holding their traits.
+    """
+    if used is not None and rule.features and not any(f in used for f in rule.features):
+        return None  # uses none of the rule's features on any loop
+    binding = binding or bind(space, traits)
+    scope = binding.scope(rule)
+    sites: list[Site] = []
+    hit_features: dict[str, Any] = {}
+    for f in rule.features:
+        hits = [s for s in binding.sites(f, config.values, scope) if uses(f, s.value)]
+        if hits:
+            sites += hits
+            hit_features[f] = (True if any(s.loop is None and s.element is None for s in hits)
+                               else [s.label() for s in hits])
     if rule.features and not hit_features:
         return None
-    loops: dict[str, list[int]] = {}
+    loops: dict[str, list[Any]] = {}
     if rule.match is not None:
-        result = rule.match.evaluate(lookup_in(config, space))
+        seen: dict[str, list[Site]] = {}
+        result = rule.match.evaluate(lookup_in(config, space, binding, scope, seen))
         if not result.holds:
             return None
-        loops = result.loops
+        for name, hits in result.loops.items():
+            if name not in seen:  # a parameter read by name: indices into its own list
+                loops[name] = hits
+                continue
+            labels = [seen[name][i].label() for i in hits]
+            said = hit_features.get(name) == labels and any(isinstance(x, str) for x in labels)
+            if not said:  # a source loop the features already name is not repeated
+                loops[name] = labels
+            sites += [seen[name][i] for i in hits]
+        sites += [s for name, found in seen.items() if name not in result.loops
+                  for s in found if len(found) == 1]
     return RuleMatch(rule=rule.id, action=rule.action, title=rule.title, reason=rule.reason,
-                     bugs=rule.bugs, source=rule.where(), features=hit_features, loops=loops)
+                     bugs=rule.bugs, source=rule.where(), features=hit_features, loops=loops,
+                     sites=list(dict.fromkeys(sites)))
+
+
+def _with_traits(match: RuleMatch, rule: Rule, traits: KernelTraits) -> RuleMatch:
+    """The match with the code that showed each of the rule's kernel traits, and its loops."""
+    shown = {t: traits.evidence[t] for t in rule.when.kernel if t in traits.evidence}
+    loops = dict(match.loops)
+    for t, evidence in shown.items():
+        if traits.loop_traits.get(t):
+            where = ", ".join(map(str, traits.loop_traits[t]))
+            loops[t] = [f"{where} ({evidence})"]
+    return match.model_copy(update={"traits": shown, "loops": loops})
 
 
 def judge(rules: list[Rule], config: Config, space: Space | None, env: Environment,
-          traits: KernelTraits | None) -> Verdict:
-    used = features_used(config, space)
+          traits: KernelTraits | None, binding: Binding | None = None) -> Verdict:
+    binding = binding or bind(space, traits)
+    used = binding.used(config.values)
     matched, possible, inactive = [], [], []
     for rule in rules:
         state = rule_state(rule, env, traits)
         if state.state == "inactive":
             inactive.append(Inactive(rule=rule.id, source=rule.where(), why=state.why))
             continue
-        m = match_rule(rule, config, space, used)
+        m = match_rule(rule, config, space, used, binding=binding)
         if m is None:
             continue
+        if traits is not None and rule.when.kernel:
+            m = _with_traits(m, rule, traits)
         if state.state == "active":
             matched.append(m)
         else:
@@ -199,4 +254,5 @@ def judge(rules: list[Rule], config: Config, space: Space | None, env: Environme
                       else "experimental" if "experimental" in actions else "allowed")
     experimental = sorted({f for m in matched if m.action == "experimental" for f in m.features})
     return Verdict(config=dict(config.values), status=status, matched=matched, possible=possible,
-                   inactive=inactive, features_used=used, experimental_features=experimental)
+                   inactive=inactive, features_used=used, experimental_features=experimental,
+                   notes=list(binding.notes))

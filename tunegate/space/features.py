@@ -1,7 +1,8 @@
 """The closed, versioned list of code-generation features and what it means to use one.
 
 A policy names features; a typo must be an error, not a rule that silently never fires, so the
-list lives here in code and grows only with `FEATURES_VERSION`.
+list lives here in code and grows only with `FEATURES_VERSION`. Version 2 added `atomics` and
+made `tensor_descriptor`, `block_ptr` and `atomics` features a kernel's own code can use.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, Callable
 
 __all__ = ["FEATURES", "FEATURES_VERSION", "Feature", "UnknownFeature", "feature", "uses"]
 
-FEATURES_VERSION = 1
+FEATURES_VERSION = 2
 
 
 class UnknownFeature(ValueError):
@@ -71,6 +72,8 @@ _ALL = [
         lambda v: (isinstance(v, str) and v.startswith("persistent")) or v is True,
     ),
     Feature("maxnreg", "a register cap per thread", "set", _set),
+    Feature("atomics", "atomic read-modify-write operations", "the kernel calls tl.atomic_*",
+            _true),
     Feature("num_ctas", "thread-block clusters", "num_ctas > 1", _gt1),
     Feature(
         "split_k",
