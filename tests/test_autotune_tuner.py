@@ -29,7 +29,7 @@ def test_split_k_wrong_configs_are_rejected_and_never_returned(tmp_path):
     evidence = wrong[0].reason.evidence
     assert evidence["argument"] == "c_ptr" and evidence["mismatched"] > 0
     assert evidence["first_index"] == [0, 0] and result.timing == "interpreter"
-    assert len(store.quarantined(splitk.TASK.kernel_hash(), result.problem, result.env)) == 16
+    assert len(store.quarantined(splitk.TASK.fingerprint(), result.problem, result.env)) == 16
     # a second run reuses the stored winner without measuring anything
     again = tune(splitk.TASK, policy=builtin(), store=store)
     assert again.reused and again.best == result.best and again.trials == []
@@ -75,7 +75,7 @@ def test_hang_and_build_failure_cost_one_config_each(tmp_path):
     by_mode = {}
     for t in result.trials:
         by_mode.setdefault(t.config["MODE"], set()).add(t.status)
-    assert by_mode == {0: {"ok"}, 1: {"timeout"}, 2: {"error"}}
+    assert by_mode == {0: {"ok"}, 1: {"timeout"}, 2: {"compile_error"}}
     assert result.best["MODE"] == 0
     timeout = next(t for t in result.trials if t.status == "timeout")
     assert timeout.reason.kind == "timeout" and "killed" in timeout.reason.summary
