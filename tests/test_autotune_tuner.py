@@ -143,7 +143,9 @@ def test_tune_cli_summary_and_explain_history(tmp_path):
     explain = run_cli("policy", "explain", "BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=2, "
                       "num_warps=4", "--kernel", "examples/splitk.py:TASK", "--store", store)
     assert explain.returncode == 0, explain.stderr
-    assert "verdict  EXPERIMENTAL" in explain.stdout and "split-k-atomics" in explain.stdout
+    # the policy only makes it experimental; the check rejected it, and that is the headline
+    assert "verdict  REJECTED by tuning (policy: experimental)" in explain.stdout
+    assert "split-k-atomics" in explain.stdout and "rtol 0.0001" in explain.stdout
     assert "Recorded history" in explain.stdout and "wrong output" in explain.stdout
     assert "first_index: [0, 0]" in explain.stdout
     best = run_cli("policy", "explain", "BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, SPLIT_K=1, "

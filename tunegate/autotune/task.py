@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..space.domains import Choice
 from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
-from .fingerprint import callable_text, digest, jit_dependencies, qualified_name, source_of
+from .fingerprint import callable_text, digest, jit_dependencies, source_of
 
 __all__ = ["Task", "kernel_hash", "loaded_arguments", "space_from_triton_configs"]
 
@@ -65,7 +65,8 @@ class Task(BaseModel):
         outputs, restored and zeroed arguments, tolerances and the space. A stored result
         made under another fingerprint is stale."""
         parts = [source_of(self.kernel)]
-        parts += [f"{qualified_name(f)}\n{source_of(f)}" for f in jit_dependencies(self.kernel)]
+        # Helpers by source, not module name: one file imported under two names is one task.
+        parts += [source_of(f) for f in jit_dependencies(self.kernel)]
         parts += [callable_text(c) for c in (self.grid, self.launch, self.reference,
                                               self.make_inputs, self.key)]
         parts += [repr(self.outputs), repr(self.restore_value), repr(self.reset_to_zero),
