@@ -40,7 +40,8 @@ def test_a_fast_config_wrong_in_one_of_seven_launches_is_never_returned(tmp_path
 def test_stress_sizing_defaults_and_validation():
     gpu = StressCheck().resolved("gpu")
     assert gpu.min_launches == 200 and (1 - 0.02) ** gpu.min_launches < 0.02
-    assert StressCheck(min_launches=300).resolved("gpu").max_launches == 2000
+    assert StressCheck(min_launches=300).resolved("gpu").max_launches == 1000
+    assert StressCheck().light("gpu").min_launches == 50
     assert StressCheck().resolved("interpreter").min_launches >= 7
     with pytest.raises(ValueError, match="min_launches <= max_launches"):
         StressCheck(min_launches=10, max_launches=5)
@@ -61,7 +62,9 @@ def test_split_k_into_a_zeroed_output_is_accepted(tmp_path):
     statuses = {t.config["SPLIT_K"]: t.status for t in result.trials}
     assert statuses == {1: "ok", 2: "ok", 4: "ok"}
     split = [t for t in result.trials if t.config["SPLIT_K"] > 1]
-    assert all(t.stressed for t in split)  # experimental (split-k-atomics): stress-checked
+    # experimental (split-k-atomics): stress-checked during the search (a light check: 1 launch
+    # of the 4 asked for, after the 2 quick draws and before the timing)
+    assert all(t.checked_launches == 2 + 1 + 1 for t in split)
 
 
 def test_a_raising_reference_stops_the_run_before_the_search(tmp_path):

@@ -156,9 +156,11 @@ def add_tune_parser(verbs: Any) -> None:
     p.add_argument("--stress-min", type=int, metavar="N",
                    help="least launches per stress check (GPU 200, interpreter 8)")
     p.add_argument("--stress-max", type=int, metavar="N",
-                   help="most launches per stress check (GPU 2000, interpreter 16)")
+                   help="most launches per stress check (GPU 1000, interpreter 16)")
     p.add_argument("--stress-seconds", type=float, metavar="S",
-                   help="time budget per stress check, between the two (GPU 0.5, interpreter 2)")
+                   help="seconds per stress check: launches beyond the least while they "
+                        "last (GPU 0.25, interpreter 2); experimental configs get a quarter "
+                        "of the check during the search")
     p.add_argument("--stress-draws", type=int, metavar="N",
                    help="fresh input draws per stress check (4)")
     p.add_argument("--retune", action="store_true",

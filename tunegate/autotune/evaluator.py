@@ -29,8 +29,8 @@ class CheckFailed(RuntimeError):
 
 class Trial(BaseModel):
     """One config's fate in one run, and what was checked: `checked_draws` input draws and
-    `checked_launches` launches compared with the expected output; `stressed` if it passed (or
-    failed) the stress check."""
+    `checked_launches` launches compared with the expected output; `stressed` once the whole
+    stress check (the winner's) ran on it."""
 
     config: dict[str, Any]
     status: Status
@@ -98,10 +98,13 @@ class Evaluator:
         return Trial(config=config.values, status="ok", checked_draws=draws,
                      checked_launches=draws)
 
-    def stress(self, trial: Trial) -> Trial:
-        """The stress check of a trial's config; the trial, updated with what it saw."""
+    def stress(self, trial: Trial, whole: bool = True) -> Trial:
+        """The stress check of a trial's config (the whole one, or the search's light one);
+        the trial, updated with what it saw."""
         config = Config(values=trial.config)
-        reply = self._request("stress", config, self.stress_check.model_dump())
+        kind = self.worker.kind or "interpreter"
+        settings = self.stress_check.resolved(kind) if whole else self.stress_check.light(kind)
+        reply = self._request("stress", config, settings.model_dump())
         if reply.status != "ok":
             self.seconds += reply.seconds
             return trial.model_copy(update={"status": reply.status, "time_ms": None,
@@ -109,11 +112,12 @@ class Evaluator:
         report = StressReport.model_validate(reply.value)
         self.seconds += report.seconds
         update: dict[str, Any] = {
-            "stressed": True, "checked_draws": trial.checked_draws + report.draws,
+            "stressed": whole, "checked_draws": trial.checked_draws + report.draws,
             "checked_launches": trial.checked_launches + report.launches}
         if not report.passed:
             update.update(status="wrong", time_ms=None, reason=Reason(
-                kind="accuracy", summary="stress check: " + report.summary(),
+                kind="accuracy", summary=("stress check: " if whole else "light stress check: ")
+                + report.summary(),
                 evidence={**(report.first_mismatch or {}),
                           **report.model_dump(exclude={"first_mismatch"})}))
         return trial.model_copy(update=update)
@@ -124,7 +128,7 @@ class Evaluator:
         if experimental:
             trial = self.quick(config, self.draws)
             if trial.status == "ok":
-                trial = self.stress(trial)
+                trial = self.stress(trial, whole=False)
             if trial.status != "ok":
                 return trial
         reply = self._request("time", config)

@@ -4,9 +4,12 @@ Races exist that corrupt a few percent of launches (triton#6691 at num_stages=4 
 of 200). A check of n launches misses a race of per-launch probability p with probability
 (1 - p)^n: 2 launches miss a 2% race 96% of the time, 200 launches 1.8% of the time, 300
 launches 0.2%. So the GPU default is at least 200 launches, more while the time budget lasts
-(0.5 s: a 0.1 ms kernel gets ~1000 launches, still a few percent of a config's compile and
-timing cost). The interpreter runs one program at a time and has no races to find, so its
-default only needs to catch faults that recur every few launches.
+(0.25 s, at most 1000 launches: a 0.1 ms kernel gets ~800). That check is for the config that
+is returned; configs that use an experimental feature get a quarter of it during the search
+(50 launches catch a 2% race 64% of the time, a 5% race 92%), so that checking stays a few
+percent of tuning time, and whichever of them wins still gets the whole check. The interpreter
+runs one program at a time and has no races to find, so its default only needs to catch faults
+that recur every few launches.
 """
 
 from __future__ import annotations
@@ -41,10 +44,19 @@ class StressCheck(BaseModel):
         gpu = kind == "gpu"
         low = self.min_launches or (200 if gpu else 8)
         return StressCheck(min_launches=low,
-                           max_launches=max(low, self.max_launches or (2000 if gpu else 16)),
+                           max_launches=max(low, self.max_launches or (1000 if gpu else 16)),
                            seconds=self.seconds if self.seconds is not None else
-                           (0.5 if gpu else 2.0),
+                           (0.25 if gpu else 2.0),
                            draws=self.draws or 4)
+
+    def light(self, kind: str) -> "StressCheck":
+        """A quarter of the resolved check (launches and seconds; the same draws): for the
+        experimental configs of a search, which must still pass the whole check to win."""
+        full = self.resolved(kind)
+        assert full.min_launches and full.max_launches and full.seconds is not None
+        return StressCheck(min_launches=max(1, full.min_launches // 4),
+                           max_launches=max(1, full.max_launches // 4),
+                           seconds=full.seconds / 4, draws=full.draws)
 
 
 class StressReport(BaseModel):
