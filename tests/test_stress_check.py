@@ -80,10 +80,15 @@ def test_a_raising_reference_stops_the_run_before_the_search(tmp_path):
 def test_without_a_reference_results_say_so(tmp_path):
     from tests.kernels import pipelined_copy
 
+    store = tmp_path / "s.sqlite"
     result = Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
-                   policy=Policy([]), store=Store(tmp_path / "s.sqlite")).run()
+                   policy=Policy([]), store=Store(store)).run()
     assert result.compared_with.endswith("not ground truth")
     assert any("compared with the baseline config" in n for n in result.notes)
+    explain = run_cli("policy", "explain", "BLOCK=32, STAGES=2", "--kernel",
+                      "tests/kernels/pipelined_copy.py:TASK", "--store", str(store))
+    assert "checked  against the baseline config (the task has no reference), not ground " \
+        "truth" in explain.stdout, explain.stderr
 
 
 def test_a_baseline_outvoted_by_agreeing_configs_stops_the_run(tmp_path):

@@ -318,11 +318,15 @@ class Tuner:
         group, size = votes.most_common(1)[0]
         baseline = baseline_config(self.task.space).values
         support = sum(1 for t in self.trials if t.status == "ok" and t.config != baseline)
-        if size >= 2 and size > support:
+        # A larger agreeing group outvotes the baseline; with no other config agreeing with
+        # the baseline, even one dissenter leaves its output unsupported.
+        if size > support and (size >= 2 or support == 0):
             members = [Config(values=t.config).text() for t in self.trials if t.vote == group]
+            agree = "configs agree among themselves and disagree" if size >= 2 else \
+                "config disagrees"
             raise TuneError(
-                f"the baseline config looks wrong: {size} configs agree among themselves and "
-                f"disagree with {self._compared_with}, and only {support} agree with it "
+                f"the baseline config looks wrong: {size} {agree} with "
+                f"{self._compared_with}, and only {support} other agree with it "
                 f"(e.g. {members[0]}); give the task a reference function",
                 self._result(start))
 
