@@ -113,3 +113,13 @@ def test_mismatch_names_the_output_dtype_and_tolerance():
     assert "(float32, rtol 0.0001, atol 1e-05)" in bad.summary()
     assert compare("i", torch.ones(2, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
                    ).summary().endswith("(int32, compared bit for bit)")
+
+
+def test_a_reference_of_the_wrong_shape_is_refused_at_once():
+    from tests.kernels import trust
+    from tunegate.autotune.runner import BaselineError, Runner
+
+    task = trust.IN_PLACE.model_copy(update={"reference": lambda x_ptr, y_ptr, n: x_ptr[:10]})
+    with pytest.raises(BaselineError, match=r"reference's 'x_ptr' has shape \(10,\), but the "
+                                            r"argument has shape \(200,\)"):
+        Runner(task, seed=0, baseline=None)

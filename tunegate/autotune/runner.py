@@ -242,9 +242,10 @@ class Runner:
                 if first_bad is None:
                     first_bad, first_bad_draw = bad, d
             outputs = {n: args[n] for n in self.task.outputs}
-            if firsts[d] is None:
+            first = firsts[d]
+            if first is None:
                 firsts[d] = {n: t.clone() for n, t in outputs.items()}
-            elif not all(same_bits(t, firsts[d][n]) for n, t in outputs.items()):  # type: ignore[index]
+            elif not all(same_bits(t, first[n]) for n, t in outputs.items()):
                 differing += 1
         return StressReport(launches=launches, draws=len(draws), wrong=wrong,
                             differing=differing, deterministic=self.deterministic,
