@@ -123,3 +123,22 @@ def test_a_reference_of_the_wrong_shape_is_refused_at_once():
     with pytest.raises(BaselineError, match=r"reference's 'x_ptr' has shape \(10,\), but the "
                                             r"argument has shape \(200,\)"):
         Runner(task, seed=0, baseline=None)
+
+
+def test_the_6691_kernel_is_right_here_and_experimental_at_four_stages_on_an_h200():
+    """The premise of the GPU test: the kernel matches its reference (interpreter, small N),
+    shows the trait, and the built-in policy checks it at num_stages=4 on an H200."""
+    from tests.kernels import race_6691
+    from tunegate.autotune.runner import Runner
+    from tunegate.policy import Environment, detect_traits
+
+    task = race_6691.SMALL
+    config = task.space.complete({"num_stages": 4})
+    assert Runner(task, seed=0, baseline=None).check(config, 1)[0] is None
+    traits = detect_traits(task.kernel)
+    assert "dot_trans_and_sum" in traits.traits
+    h200 = Environment(triton="3.6.0", torch="2.11.0", python="3.12.3", cuda="13.0",
+                       device="cuda", capability="9.0")
+    region = Policy.from_files(builtin_policy_path()).gate(task.space, h200, traits)
+    assert region.verdict(config).status == "experimental"
+    assert region.verdict(task.space.complete({"num_stages": 2})).status == "excluded"
