@@ -29,7 +29,7 @@ def test_split_k_wrong_configs_are_rejected_and_never_returned(tmp_path):
     evidence = wrong[0].reason.evidence
     assert evidence["argument"] == "c_ptr" and evidence["mismatched"] > 0
     assert evidence["first_index"] == [0, 0] and result.timing == "interpreter"
-    assert len(store.quarantined(splitk.TASK.kernel_hash(), result.problem, result.env)) == 16
+    assert len(store.quarantined(splitk.TASK.fingerprint(), result.problem, result.env)) == 16
     # a second run reuses the stored winner without measuring anything
     again = tune(splitk.TASK, policy=builtin(), store=store)
     assert again.reused and again.best == result.best and again.trials == []
@@ -75,7 +75,7 @@ def test_hang_and_build_failure_cost_one_config_each(tmp_path):
     by_mode = {}
     for t in result.trials:
         by_mode.setdefault(t.config["MODE"], set()).add(t.status)
-    assert by_mode == {0: {"ok"}, 1: {"timeout"}, 2: {"error"}}
+    assert by_mode == {0: {"ok"}, 1: {"timeout"}, 2: {"compile_error"}}
     assert result.best["MODE"] == 0
     timeout = next(t for t in result.trials if t.status == "timeout")
     assert timeout.reason.kind == "timeout" and "killed" in timeout.reason.summary
@@ -143,7 +143,9 @@ def test_tune_cli_summary_and_explain_history(tmp_path):
     explain = run_cli("policy", "explain", "BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, SPLIT_K=2, "
                       "num_warps=4", "--kernel", "examples/splitk.py:TASK", "--store", store)
     assert explain.returncode == 0, explain.stderr
-    assert "verdict  EXPERIMENTAL" in explain.stdout and "split-k-atomics" in explain.stdout
+    # the policy only makes it experimental; the check rejected it, and that is the headline
+    assert "verdict  REJECTED by tuning (policy: experimental)" in explain.stdout
+    assert "split-k-atomics" in explain.stdout and "rtol 0.0001" in explain.stdout
     assert "Recorded history" in explain.stdout and "wrong output" in explain.stdout
     assert "first_index: [0, 0]" in explain.stdout
     best = run_cli("policy", "explain", "BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, SPLIT_K=1, "

@@ -88,3 +88,25 @@ def test_the_check_catches_the_hazard_when_the_rule_is_only_experimental(tmp_pat
     pipelined = [t for t in result.trials if t.config["INNER_STAGES"] > 1]
     assert pipelined and {t.status for t in pipelined} == {"wrong"}
     assert result.best["INNER_STAGES"] == 1
+
+
+def test_intermittent_6691_race_at_four_stages_is_rejected_by_the_stress_check(tmp_path):
+    """triton#6691 at num_stages=4 (fp16, block 64, 4 warps) was wrong in ~2% of launches on an
+    H200: the built-in policy makes it experimental, and the stress check must reject it."""
+    from tests.kernels import race_6691
+    from tunegate.autotune.stress import StressCheck
+
+    # draws=0: no quick check first, so the stress check alone decides. Experimental configs
+    # get a quarter of it during the search: 500 launches miss a 2% race with probability
+    # 0.98**500 < 1e-4, so the test is not flaky.
+    result = Tuner(race_6691.TASK, TaskRef(str(KERNELS / "race_6691.py"), "TASK"),
+                   policy=Policy.from_files(builtin_policy_path()),
+                   store=Store(tmp_path / "s.sqlite"), draws=0,
+                   stress=StressCheck(min_launches=2000, max_launches=4000, seconds=2.0)).run()
+    assert result.removals["dot-trans-with-sum-two-stages"] == 1  # wrong in every launch
+    four = next(t for t in result.trials if t.config["num_stages"] == 4)
+    assert four.status == "wrong" and "stress check" in four.reason.summary, four
+    evidence = four.reason.evidence
+    assert evidence["launches"] >= 500 and evidence["wrong"] + evidence["differing"] > 0
+    assert result.best["num_stages"] != 4
+    assert result.check_seconds < result.wall_seconds

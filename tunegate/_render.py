@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from .policy import Environment, KernelTraits, Verdict
 from .policy.binding import Binding
 
-__all__ = ["bindings", "explanation", "kernel_loops", "table"]
+__all__ = ["bindings", "explanation", "kernel_loops", "table", "tuning_outcome"]
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -35,19 +35,48 @@ def _wrap(text: str, indent: str = "      ") -> str:
     return textwrap.fill(text, width=96, initial_indent=indent, subsequent_indent=indent)
 
 
+_HEADLINES = {"wrong": "REJECTED", "timeout": "TIMED OUT", "compile_error": "FAILED",
+              "error": "FAILED", "crashed": "FAILED"}
+
+
+def tuning_outcome(history: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """The newest failure of the config under the current task, if its newest trial for some
+    problem failed: what the headline reports instead of the policy verdict."""
+    newest: dict[str, dict[str, Any]] = {}
+    for h in history or []:  # newest first
+        if h.get("current"):
+            newest.setdefault(h["problem"], h)
+    failed = [h for h in newest.values() if h["status"] in _HEADLINES]
+    if not failed:
+        return None
+    h = failed[0]
+    return {"headline": _HEADLINES[h["status"]], "status": h["status"],
+            "problem": h["problem"], "summary": h["summary"], "evidence": h.get("evidence")}
+
+
 def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: str | None,
-                history: list[dict[str, Any]] | None = None) -> str:
-    """The whole explain report: verdict, matching rules, possible rules, inactive rules."""
+                history: list[dict[str, Any]] | None = None,
+                compared_with: str | None = None) -> str:
+    """The whole explain report: verdict (a tuning failure first), matching rules, possible
+    rules, inactive rules, recorded history."""
     facts = env.describe()
     env_line = ", ".join(f"{k} {facts[k]}" for k in ("triton", "torch", "device", "capability"))
     if env.overridden:
         env_line += f"  (set by hand: {', '.join(env.overridden)})"
-    out = [
-        f"config   {config_text}",
-        f"verdict  {verdict.status.upper()}",
+    outcome = tuning_outcome(history)
+    headline = verdict.status.upper() if outcome is None else (
+        f"{outcome['headline']} by tuning (policy: {verdict.status})")
+    out = [f"config   {config_text}", f"verdict  {headline}"]
+    if outcome is not None:
+        out.append(f"         problem {outcome['problem']}: {outcome['summary']}")
+        for k, v in (outcome["evidence"] or {}).items():
+            out.append(f"         {k}: {v}")
+    out += [
         f"env      {env_line}",
         f"kernel   {kernel or 'none given: kernel traits are unknown'}",
     ]
+    if compared_with is not None:
+        out.append(f"checked  against {compared_with}")
     if verdict.features_used:
         out.append(f"features {_features(verdict.features_used)}")
     for action, heading in (("disable", "Excluded by"),
@@ -80,7 +109,11 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
         if not history:
             out.append("  no trials of this config are recorded for this kernel")
         for h in history:
-            out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}")
+            stale = "" if h.get("current", True) else "  (an earlier version of the task)"
+            if h["status"] == "ok" and h.get("checked_launches"):
+                stale += (f"  checked: {h['checked_launches']} launches on "
+                          f"{h['checked_draws']} draws")
+            out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}{stale}")
             for k, v in (h.get("evidence") or {}).items():
                 out.append(f"      {k}: {v}")
     return "\n".join(out)

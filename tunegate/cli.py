@@ -81,14 +81,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
     traits, task = _kernel(args.kernel)
     config, space = _config(args.config, task.space if task else None)
     verdict = policy.explain(config, space, env, traits)
-    history = None
+    history = outcome = compared_with = None
     if task is not None:
         from .autotune.store import open_store
 
-        history = open_store(args.store).history(task.kernel_hash(), config)
+        history = open_store(args.store).history(task.kernel_hash(), config, task.fingerprint())
+        outcome = _render.tuning_outcome(history)
+        compared_with = ("the reference function" if task.reference is not None else
+                         "the baseline config (the task has no reference), not ground truth")
     if args.json:
         _print_json({
             "verdict": verdict.model_dump(mode="json"),
+            "outcome": outcome,
+            "compared_with": compared_with,
             "reasons": [r.model_dump(mode="json") for r in verdict.reasons()],
             "environment": env.model_dump(mode="json"),
             "kernel": {"name": traits.name, "traits": traits.evidence} if traits else None,
@@ -100,9 +105,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if traits is not None:
             kernel = traits.name + (" — traits: " + ", ".join(sorted(traits.traits))
                                     if traits.traits else " — no traits")
-        print(_render.explanation(verdict, config.text(), env, kernel, history))
+        print(_render.explanation(verdict, config.text(), env, kernel, history,
+                                  compared_with=compared_with))
     order = {"allowed": 0, "experimental": 1, "excluded": 2}
-    if args.fail_on and order[verdict.status] >= order[args.fail_on]:
+    if args.fail_on and (order[verdict.status] >= order[args.fail_on] or outcome is not None):
         return EXIT_DETECTED
     return EXIT_OK
 

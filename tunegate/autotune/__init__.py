@@ -17,6 +17,7 @@ _EXPORTS = {
     "strategies": ("STRATEGIES", "Strategy"),
     "task": ("Task", "kernel_hash", "space_from_triton_configs"),
     "tuner": ("Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"),
+    "stress": ("StressCheck",),
     "worker": ("TaskRef",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -1,5 +1,8 @@
 """Accuracy checking: poison outputs, restore inputs, compare with dtype-aware tolerances.
 
+Tolerances follow the dtype the kernel wrote (the output's), not the reference's: a float64
+reference of a float32 output is cast to float32 first and compared with float32 tolerances.
+
 Unwritten output elements must fail, so outputs are filled with NaN (floats) or a sentinel
 (integers) before every run. Arguments are restored before every run, and every tensor argument
 is compared afterwards, so a kernel that corrupts an input it should only read fails too.
@@ -12,7 +15,7 @@ from typing import Any, Mapping
 import torch
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_TOLERANCES", "Mismatch", "compare", "poison", "tolerance"]
+__all__ = ["DEFAULT_TOLERANCES", "Mismatch", "compare", "poison", "same_bits", "tolerance"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -42,6 +45,12 @@ class Mismatch(BaseModel):
     expected: str
     rtol: float
     atol: float
+    dtype: str = ""
+
+    def _tolerance(self) -> str:
+        if self.rtol == 0 and self.atol == 0:
+            return f"{self.dtype}, compared bit for bit"
+        return f"{self.dtype}, rtol {self.rtol:g}, atol {self.atol:g}"
 
     def summary(self) -> str:
         err = "" if self.max_abs_error is None else (
@@ -49,7 +58,8 @@ class Mismatch(BaseModel):
         if self.unwritten:
             err += f", {self.unwritten} unwritten or NaN"
         return (f"{self.argument}: {self.mismatched} of {self.total} elements wrong{err}; "
-                f"first at {tuple(self.first_index)}: got {self.got}, expected {self.expected}")
+                f"first at {tuple(self.first_index)}: got {self.got}, expected {self.expected} "
+                f"({self._tolerance()})")
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -97,8 +107,8 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
         return Mismatch(argument=name, mismatched=got.numel(), total=got.numel(),
                         unwritten=0, max_abs_error=None, max_rel_error=None, first_index=[],
                         got=f"shape {tuple(got.shape)}", expected=f"shape {tuple(expected.shape)}",
-                        rtol=0.0, atol=0.0)
-    rtol, atol = tolerance(expected.dtype, overrides)
+                        rtol=0.0, atol=0.0, dtype=_name(got.dtype))
+    rtol, atol = tolerance(got.dtype, overrides)
     # Compare where the tensors live (a GPU compares 10^8 elements in milliseconds); only
     # scalars of evidence travel to the host.
     g, e = got.detach(), expected.detach().to(device=got.device, dtype=got.dtype)
@@ -130,7 +140,18 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
     return Mismatch(argument=name, mismatched=count, total=bad.numel(), unwritten=unwritten,
                     max_abs_error=max_abs, max_rel_error=max_rel, first_index=index,
                     got=_show(g.flatten()[flat]), expected=_show(e.flatten()[flat]),
-                    rtol=rtol, atol=atol)
+                    rtol=rtol, atol=atol, dtype=_name(got.dtype))
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True if two tensors hold identical bits (NaNs included); compared on their device."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point and a.dtype not in _FP8:
+        width = {2: torch.int16, 4: torch.int32, 8: torch.int64}.get(a.element_size())
+        if width is not None:
+            return torch.equal(a.contiguous().view(width), b.contiguous().view(width))
+    return torch.equal(_bits(a), _bits(b))
 
 
 def _show(x: Any) -> str:

@@ -18,12 +18,25 @@ def _progress(event: dict[str, Any]) -> None:
     elif event["event"] == "trial":
         t = event["trial"]
         what = f"{t.time_ms:10.4g} ms" if t.time_ms is not None else f"{t.status:>13}"
-        if t.status == "ok" and t.checked_draws:
-            what += " (checked)"
+        if t.status == "ok" and t.stressed:
+            what += " (stressed)"
         text = ", ".join(f"{k}={v}" for k, v in t.config.items())
         print(f"[{event['n']:>3}] {what:<24} {text}", file=sys.stderr)
     elif event["event"] == "winner_check":
-        print(f"      checking the fastest: {event['config'].text()}", file=sys.stderr)
+        print(f"      stress-checking the fastest: {event['config'].text()}", file=sys.stderr)
+    elif event["event"] == "stress":
+        t = event["trial"]
+        print(f"      {t.status}: " + (t.reason.summary if t.reason else t.checked()),
+              file=sys.stderr)
+
+
+def _best_checked(result: Any) -> str:
+    if result.reused:
+        return "stored earlier" + (", re-checked on a fresh draw"
+                                   if any("re-checked" in n for n in result.notes) else "")
+    trial = next((t for t in result.trials if t.config == result.best and t.status == "ok"),
+                 None)
+    return trial.checked() if trial is not None else "-"
 
 
 def _summary(result: Any, reference: str) -> str:
@@ -32,7 +45,8 @@ def _summary(result: Any, reference: str) -> str:
     label = "interpreter timing (CPU, not GPU speed)" if result.timing == "interpreter" \
         else "GPU median (do_bench)"
     rows = [("space", f"{result.space_size} configs"),
-            ("candidates measured", len(result.trials))]
+            ("candidates measured", len(result.trials)),
+            ("compared with", result.compared_with)]
     hits = {rule: n for rule, n in result.removals.items() if n}
     if not hits:
         rows.append(("excluded by policy", "none"))
@@ -44,6 +58,7 @@ def _summary(result: Any, reference: str) -> str:
              ("best time", f"{result.best_time_ms:.4g} ms, {label}"
               if result.best_time_ms is not None else "-"),
              ("best config", ", ".join(f"{k}={v}" for k, v in (result.best or {}).items())),
+             ("best config checked", _best_checked(result)),
              ("wall time", f"{result.wall_seconds:.1f} s, of which accuracy checks "
                            f"{result.check_seconds:.1f} s")]
     if result.reused:
@@ -67,12 +82,24 @@ def _summary(result: Any, reference: str) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    """Tune; with --json the result (or the error) is printed on every exit."""
+    try:
+        return _tune(args)
+    except Exception as e:
+        if args.json:
+            print(json.dumps({"task": args.task, "best": None, "trials": [],
+                              "error": f"{type(e).__name__}: {e}"}, indent=2))
+        raise
+
+
+def _tune(args: argparse.Namespace) -> int:
     from .backend import interpret_without_gpu
 
     interpret_without_gpu()  # before the kernel file is imported: triton reads it at @jit
     from ..kernelfile import load_module, resolve
     from ..policy import Policy
     from .store import open_store
+    from .stress import StressCheck
     from .task import Task
     from .tuner import Budget, TuneError, Tuner
     from .worker import TaskRef
@@ -82,14 +109,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
         k for k, v in vars(load_module(file)).items() if v is found)
     task = getattr(found, "task", found)  # a kernel decorated with tunegate.autotuned
     reference = f"{file}:{name}"
+    try:
+        stress = StressCheck(min_launches=args.stress_min, max_launches=args.stress_max,
+                             seconds=args.stress_seconds, draws=args.stress_draws)
+    except ValueError as e:
+        from ..cli import UsageError
+
+        raise UsageError(f"bad stress-check options: {e}") from None
     tuner = Tuner(task, TaskRef(str(file.resolve()), name), policy=Policy.load(extra=args.policy),
                   store=open_store(args.store), strategy=args.strategy,
                   budget=Budget(configs=args.budget, seconds=args.seconds), seed=args.seed,
-                  draws=args.draws, timeout=args.timeout,
+                  draws=args.draws, timeout=args.timeout, stress=stress, retune=args.retune,
+                  recheck_reused=not args.no_recheck,
                   progress=None if args.json else _progress)
     try:
         result = tuner.run()
     except TuneError as e:
+        if args.json:
+            partial = e.result.model_dump(mode="json") if e.result is not None else \
+                {"task": task.name, "best": None, "trials": [], "error": str(e)}
+            print(json.dumps(partial, indent=2))
+        elif e.result is not None and e.result.trials:
+            print(_summary(e.result, reference))
         print(f"tunegate: tuning failed: {e}", file=sys.stderr)
         return 1
     if args.json:
@@ -112,5 +153,20 @@ def add_tune_parser(verbs: Any) -> None:
     p.add_argument("--store", metavar="PATH", help="SQLite store (default: user cache dir)")
     p.add_argument("--policy", action="append", default=[], metavar="FILE",
                    help="an extra policy layer (highest); may be repeated")
-    p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.add_argument("--stress-min", type=int, metavar="N",
+                   help="least launches per stress check (GPU 200, interpreter 8)")
+    p.add_argument("--stress-max", type=int, metavar="N",
+                   help="most launches per stress check (GPU 1000, interpreter 16)")
+    p.add_argument("--stress-seconds", type=float, metavar="S",
+                   help="seconds per stress check: launches beyond the least while they "
+                        "last (GPU 0.25, interpreter 2); experimental configs get a quarter "
+                        "of the check during the search")
+    p.add_argument("--stress-draws", type=int, metavar="N",
+                   help="fresh input draws per stress check (4)")
+    p.add_argument("--retune", action="store_true",
+                   help="search again even if a stored best config exists")
+    p.add_argument("--no-recheck", action="store_true",
+                   help="reuse a stored best without re-checking it on a fresh draw")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable result, printed on failure too (with 'error')")
     p.set_defaults(run=cmd_tune)

@@ -1,6 +1,9 @@
 """The tuning store: trials, quarantine and best configs in SQLite.
 
-Keys: kernel source hash, problem key, environment fingerprint and policy fingerprint.
+Keys: the task fingerprint (kernel, the jit functions it calls, grid, launch, reference, inputs,
+outputs, tolerances), the problem key (shapes and dtypes), the environment fingerprint (with the
+code-generation variables) and the policy fingerprint. Trials also carry the kernel's source
+hash, so that `explain` can list a config's history across edits of the task.
 Concurrency contract: any number of processes may read and write one database at once. Every
 write is one short `BEGIN IMMEDIATE` transaction on a connection of its own, the journal is WAL
 and writers wait up to `timeout` seconds for the lock, so concurrent tuners serialize their
@@ -22,10 +25,13 @@ from ..space.space import Config
 
 __all__ = ["Best", "Store", "StoreError", "TrialKey", "default_store_path", "open_store"]
 
+SCHEMA_VERSION = 2
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
     id INTEGER PRIMARY KEY,
     run TEXT NOT NULL,
+    task TEXT NOT NULL DEFAULT '',
     kernel TEXT NOT NULL,
     kernel_name TEXT NOT NULL,
     problem TEXT NOT NULL,
@@ -37,11 +43,13 @@ CREATE TABLE IF NOT EXISTS trials (
     timing TEXT,
     checked_draws INTEGER NOT NULL DEFAULT 0,
     reason TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    checked_launches INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS trials_by_problem ON trials (kernel, problem, env);
+CREATE INDEX IF NOT EXISTS trials_by_task ON trials (task, problem, env);
 CREATE INDEX IF NOT EXISTS trials_by_config ON trials (kernel, config);
 CREATE TABLE IF NOT EXISTS best (
+    task TEXT NOT NULL,
     kernel TEXT NOT NULL,
     problem TEXT NOT NULL,
     env TEXT NOT NULL,
@@ -50,9 +58,19 @@ CREATE TABLE IF NOT EXISTS best (
     time_ms REAL,
     timing TEXT,
     created REAL NOT NULL,
-    PRIMARY KEY (kernel, problem, env)
+    PRIMARY KEY (task, problem, env)
 );
 """
+
+# Schema 1 keyed results by the kernel's source alone. Its trials are kept as history (with an
+# empty task, so they never match a current task: neither reused nor replayed as quarantine);
+# its best configs cannot be trusted under any current key and are dropped.
+_FROM_1 = (
+    "ALTER TABLE trials ADD COLUMN task TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE trials ADD COLUMN checked_launches INTEGER NOT NULL DEFAULT 0",
+    "DROP INDEX IF EXISTS trials_by_problem",
+    "DROP TABLE IF EXISTS best",
+)
 
 
 def default_store_path() -> Path:
@@ -69,6 +87,7 @@ class TrialKey:
     """What a trial belongs to."""
 
     run: str
+    task: str
     kernel: str
     kernel_name: str
     problem: str
@@ -96,10 +115,33 @@ class Store:
         self.timeout = timeout
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._read() as db:  # executescript manages its own transaction
-                db.executescript(_SCHEMA)
+            self._migrate()
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open the tuning store at {self.path}: {e}") from None
+
+    def _migrate(self) -> None:
+        """Create the schema, or bring an older tunegate's database up to `SCHEMA_VERSION`."""
+        with self._write() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"the tuning store at {self.path} has schema {version}, newer "
+                                 f"than this tunegate's {SCHEMA_VERSION}: upgrade tunegate")
+            if version == SCHEMA_VERSION:
+                return
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master "
+                                               "WHERE type='table'")}
+            if "trials" in tables:
+                columns = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
+                if "run" not in columns:
+                    raise StoreError(f"{self.path} is not a tunegate tuning store")
+                for statement in _FROM_1:
+                    if "ADD COLUMN" in statement and statement.split()[5] in columns:
+                        continue
+                    db.execute(statement)
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -131,46 +173,61 @@ class Store:
             db.close()
 
     def record(self, key: TrialKey, config: Config, status: str, *, time_ms: float | None = None,
-               timing: str | None = None, checked_draws: int = 0,
-               reason: Reason | None = None) -> None:
+               timing: str | None = None, checked_draws: int = 0, checked_launches: int = 0,
+               reason: Reason | None = None) -> int:
+        """Store one trial; returns its row id (for `update`)."""
         with self._write() as db:
-            db.execute(
-                "INSERT INTO trials (run, kernel, kernel_name, problem, env, policy, config, "
-                "status, time_ms, timing, checked_draws, reason, created) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (key.run, key.kernel, key.kernel_name, key.problem, key.env, key.policy,
-                 config.key(), status, time_ms, timing, checked_draws,
-                 reason.model_dump_json() if reason else None, time.time()))
+            cursor = db.execute(
+                "INSERT INTO trials (run, task, kernel, kernel_name, problem, env, policy, "
+                "config, status, time_ms, timing, checked_draws, checked_launches, reason, "
+                "created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (key.run, key.task, key.kernel, key.kernel_name, key.problem, key.env,
+                 key.policy, config.key(), status, time_ms, timing, checked_draws,
+                 checked_launches, reason.model_dump_json() if reason else None, time.time()))
+            return int(cursor.lastrowid or 0)
 
-    def quarantined(self, kernel: str, problem: str, env: str) -> dict[Config, Reason]:
-        """Configs that failed an accuracy check for this kernel, problem and environment."""
+    def update(self, row: int, status: str, *, time_ms: float | None, checked_draws: int,
+               checked_launches: int, reason: Reason | None) -> None:
+        """Record a later check of a stored trial (the winner's stress check) in its row."""
+        with self._write() as db:
+            db.execute("UPDATE trials SET status=?, time_ms=?, checked_draws=?, "
+                       "checked_launches=?, reason=? WHERE id=?",
+                       (status, time_ms, checked_draws, checked_launches,
+                        reason.model_dump_json() if reason else None, row))
+
+    def quarantined(self, task: str, problem: str, env: str) -> dict[Config, Reason]:
+        """Configs that failed an accuracy check for this task, problem and environment."""
         with self._read() as db:
-            rows = db.execute("SELECT config, reason FROM trials WHERE kernel=? AND problem=? "
-                              "AND env=? AND status='wrong'", (kernel, problem, env)).fetchall()
+            rows = db.execute("SELECT config, reason FROM trials WHERE task=? AND problem=? "
+                              "AND env=? AND status='wrong'", (task, problem, env)).fetchall()
         return {Config.from_json(r["config"]): Reason.model_validate_json(r["reason"])
                 for r in rows}
 
-    def best(self, kernel: str, problem: str, env: str) -> Best | None:
+    def best(self, task: str, problem: str, env: str) -> Best | None:
         with self._read() as db:
-            row = db.execute("SELECT * FROM best WHERE kernel=? AND problem=? AND env=?",
-                             (kernel, problem, env)).fetchone()
+            row = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
+                             (task, problem, env)).fetchone()
         if row is None:
             return None
         return Best(Config.from_json(row["config"]), row["policy"], row["time_ms"], row["timing"])
 
-    def save_best(self, kernel: str, problem: str, env: str, policy: str, config: Config,
-                  time_ms: float | None, timing: str | None) -> None:
+    def save_best(self, key: TrialKey, config: Config, time_ms: float | None,
+                  timing: str | None) -> None:
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO best VALUES (?,?,?,?,?,?,?,?)",
-                       (kernel, problem, env, policy, config.key(), time_ms, timing, time.time()))
+            db.execute("INSERT OR REPLACE INTO best (task, kernel, problem, env, policy, config, "
+                       "time_ms, timing, created) VALUES (?,?,?,?,?,?,?,?,?)",
+                       (key.task, key.kernel, key.problem, key.env, key.policy, config.key(),
+                        time_ms, timing, time.time()))
 
-    def forget_best(self, kernel: str, problem: str, env: str) -> None:
+    def forget_best(self, task: str, problem: str, env: str) -> None:
         with self._write() as db:
-            db.execute("DELETE FROM best WHERE kernel=? AND problem=? AND env=?",
-                       (kernel, problem, env))
+            db.execute("DELETE FROM best WHERE task=? AND problem=? AND env=?",
+                       (task, problem, env))
 
-    def history(self, kernel: str, config: Config) -> list[dict[str, Any]]:
-        """Every recorded trial of `config` for `kernel`, newest first, with its rank by time."""
+    def history(self, kernel: str, config: Config, task: str | None = None
+                ) -> list[dict[str, Any]]:
+        """Every recorded trial of `config` for `kernel`, newest first, with its rank by time;
+        `current` says whether it was made with the task fingerprint `task`."""
         with self._read() as db:
             rows = db.execute("SELECT * FROM trials WHERE kernel=? AND config=? "
                               "ORDER BY created DESC", (kernel, config.key())).fetchall()
@@ -180,6 +237,9 @@ class Store:
                     "when": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])),
                     "run": r["run"], "problem": r["problem"], "status": r["status"],
                     "time_ms": r["time_ms"], "timing": r["timing"],
+                    "current": task is not None and r["task"] == task,
+                    "checked_draws": r["checked_draws"],
+                    "checked_launches": r["checked_launches"],
                 }
                 reason = Reason.model_validate_json(r["reason"]) if r["reason"] else None
                 if r["status"] == "ok" and r["time_ms"] is not None:

@@ -6,16 +6,17 @@ isolated workers find them there by name, so nothing about a task needs to be pi
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import inspect
 from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..space.domains import Choice
 from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
+from .fingerprint import callable_text, digest, jit_dependencies, source_of
 
-__all__ = ["Task", "kernel_hash", "space_from_triton_configs"]
+__all__ = ["Task", "kernel_hash", "loaded_arguments", "space_from_triton_configs"]
 
 Args = dict[str, Any]
 
@@ -28,7 +29,12 @@ class Task(BaseModel):
       rest to the kernel as constexprs. `configs` optionally lists the only points to try.
     - `grid(meta)`: the launch grid from the arguments and config values (as in triton.autotune).
     - `make_inputs(seed)`: fresh random arguments (tensors and scalars) for one draw.
-    - `outputs`: names of the arguments the kernel writes; poisoned before every run.
+    - `outputs`: names of the arguments the kernel writes; poisoned before every run, unless
+      the kernel also reads them (see `restore_value`), and compared after.
+    - `restore_value`: arguments the kernel reads and writes (in place): restored to their
+      drawn value before every launch, never poisoned, compared after (as in triton.autotune).
+    - `reset_to_zero`: arguments the kernel accumulates into (split-K with atomics): zeroed
+      before every launch, compared after.
     - `reference(**args)`: expected outputs (a tensor, a tuple in `outputs` order, a dict, or
       None after writing them in place). Without it, the baseline config is the reference.
     - `tolerances`: per-dtype (rtol, atol) overrides, keyed by dtype name ('float16', …).
@@ -42,6 +48,8 @@ class Task(BaseModel):
     grid: Callable[[Mapping[str, Any]], tuple[int, ...]] | tuple[int, ...]
     make_inputs: Callable[[int], Args]
     outputs: tuple[str, ...]
+    restore_value: tuple[str, ...] = ()
+    reset_to_zero: tuple[str, ...] = ()
     reference: Callable[..., Any] | None = None
     configs: tuple[Config, ...] | None = None
     launch: Callable[[Args, Config], None] | None = None
@@ -51,10 +59,43 @@ class Task(BaseModel):
     def kernel_hash(self) -> str:
         return kernel_hash(self.kernel)
 
+    def fingerprint(self) -> str:
+        """A hash of everything in the task that decides whether a config's output is right:
+        the kernel and the jit functions it calls, grid, launch, reference and input maker,
+        outputs, restored and zeroed arguments, tolerances and the space. A stored result
+        made under another fingerprint is stale."""
+        parts = [source_of(self.kernel)]
+        # Helpers by source, not module name: one file imported under two names is one task.
+        parts += [source_of(f) for f in jit_dependencies(self.kernel)]
+        parts += [callable_text(c) for c in (self.grid, self.launch, self.reference,
+                                              self.make_inputs, self.key)]
+        parts += [repr(self.outputs), repr(self.restore_value), repr(self.reset_to_zero),
+                  repr(sorted(self.tolerances.items())), self.space.model_dump_json(),
+                  repr(None if self.configs is None else [c.key() for c in self.configs])]
+        return digest(parts)
+
+    def written_in_place(self) -> tuple[str, ...]:
+        """Outputs the kernel also reads: named in `restore_value`, or loaded by the kernel's
+        source where trait detection found an in-place argument. Never poisoned."""
+        from ..policy import detect_traits
+        from ..policy.traits import TraitError
+
+        named = [n for n in self.restore_value]
+        try:
+            in_place = "in_place" in detect_traits(self.kernel).traits
+        except TraitError:
+            in_place = False
+        if in_place and self.launch is None:
+            loaded = loaded_arguments(self.kernel)
+            named += [n for n in self.outputs if n in loaded]
+        return tuple(dict.fromkeys(named))
+
     def problem_key(self, args: Args) -> str:
         """A string naming the problem size: shapes and dtypes of tensors, scalar values."""
-        if self.key is not None:
-            return self.key(args)
+        if self.key is not None:  # the dtypes decide tolerances and code: always in the key
+            dtypes = ",".join(f"{n}:{str(v.dtype).removeprefix('torch.')}"
+                              for n, v in args.items() if hasattr(v, "dtype"))
+            return f"{self.key(args)} [{dtypes}]" if dtypes else str(self.key(args))
         parts = []
         for name, value in args.items():
             if hasattr(value, "shape") and hasattr(value, "dtype"):
@@ -83,13 +124,47 @@ def split_config(config: Config) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def kernel_hash(kernel: Any) -> str:
-    """A hash of the kernel's source: a changed kernel is a new kernel to the store."""
-    fn = getattr(kernel, "fn", kernel)
+    """A hash of the kernel's source alone: what the store's history is listed by."""
+    return hashlib.sha256(source_of(kernel).encode()).hexdigest()[:16]
+
+
+def loaded_arguments(kernel: Any) -> frozenset[str]:
+    """Parameters of the kernel that a `tl.load` reads through, directly or through local
+    pointer arithmetic (`p = x_ptr + offs; tl.load(p)`)."""
     try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        source = repr(fn)
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
+        tree = ast.parse(source_of(kernel))
+    except SyntaxError:
+        return frozenset()
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+    if fn is None:
+        return frozenset()
+    params = {a.arg for a in fn.args.args}
+    derived: dict[str, set[str]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            for target in node.targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name):
+                        derived.setdefault(t.id, set()).update(used)
+
+    def roots(name: str, seen: set[str]) -> set[str]:
+        if name in params:
+            return {name}
+        if name in seen:
+            return set()
+        seen.add(name)
+        return set().union(*(roots(n, seen) for n in derived.get(name, ())))
+
+    out: set[str] = set()
+    for node in ast.walk(fn):
+        if (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+                and getattr(node.func, "attr", getattr(node.func, "id", None)) == "load"
+                and node.args):
+            for n in ast.walk(node.args[0]):
+                if isinstance(n, ast.Name):
+                    out |= roots(n.id, set())
+    return frozenset(out)
 
 
 def space_from_triton_configs(configs: Sequence[Any], features: Mapping[str, str] | None = None

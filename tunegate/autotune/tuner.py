@@ -1,8 +1,9 @@
-"""The tuner: sample the policy's region, check risky configs, time them, check the winner.
+"""The tuner: the search loop over an evaluator (evaluator.py) over a worker pool (pool.py).
 
-Order of trust: a config that uses an experimental feature is accuracy-checked (several fresh
-input draws) before its timing counts; the fastest surviving config is checked again, whatever
-its features, before it is returned or stored. Every rejected config is stored with its reason.
+It samples the policy's region, has each config checked and timed, stress-checks the fastest
+before returning or storing it, and stores every rejection with its reason. A stored best is
+reused only under the same task fingerprint, problem, environment and code-generation variables,
+and is re-checked on a fresh draw once per process before its first reuse.
 """
 
 from __future__ import annotations
@@ -10,30 +11,38 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Literal
+from collections import Counter
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..policy import Environment, Policy, Region, detect_environment, detect_traits
 from ..policy.verdict import match_rule
-from ..reasons import Reason
 from ..space.domains import PerLoop
 from ..space.features import uses
 from ..space.space import Config, Space
-from .check import Mismatch
-from .store import Store, TrialKey, open_store
+from .evaluator import CheckFailed, Evaluator, Trial, failure_reason
+from .fingerprint import codegen_environment, digest
+from .pool import WorkerPool
+from .store import Best, Store, TrialKey, open_store
 from .strategies import make_strategy
+from .stress import StressCheck
 from .task import Task
-from .worker import Reply, TaskRef, Worker, WorkerSetupError
+from .worker import BaselineFailed, TaskRef, WorkerSetupError
 
 __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"]
 
-Status = Literal["ok", "wrong", "error", "compile_error", "timeout", "crashed"]
+# Stored bests re-checked on a fresh draw in this process: (task, problem, env, config).
+_RECHECKED: set[tuple[str, str, str, str]] = set()
 
 
 class TuneError(RuntimeError):
-    """Tuning cannot start or produced no correct config; the message says why."""
+    """Tuning cannot start or produced no correct config; the message says why, and `result`
+    holds what was measured until then (None if nothing could start)."""
+
+    def __init__(self, message: str, result: "TuneResult | None" = None) -> None:
+        super().__init__(message)
+        self.result = None if result is None else result.model_copy(update={"error": message})
 
 
 class Budget(BaseModel):
@@ -43,16 +52,6 @@ class Budget(BaseModel):
 
     configs: int = Field(default=64, ge=1)
     seconds: float | None = Field(default=None, gt=0)
-
-
-class Trial(BaseModel):
-    """One config's fate in one run."""
-
-    config: dict[str, Any]
-    status: Status
-    time_ms: float | None = None
-    checked_draws: int = 0
-    reason: Reason | None = None
 
 
 class TuneResult(BaseModel):
@@ -72,7 +71,10 @@ class TuneResult(BaseModel):
     check_seconds: float = 0.0
     policy: str = ""
     env: str = ""
+    task_fingerprint: str = ""
+    compared_with: str = "the reference function"
     notes: list[str] = []
+    error: str | None = None
 
     def count(self, status: str) -> int:
         return sum(1 for t in self.trials if t.status == status)
@@ -97,43 +99,33 @@ def _off(value: Any, domain: Any, features: tuple[str, ...]) -> Any:
     return next((x for x in domain.values() if not any(uses(f, x) for f in features)), value)
 
 
-def _accuracy_reason(mismatch: Mismatch, draw: int, draws: int) -> Reason:
-    evidence = mismatch.model_dump()
-    evidence["draw"] = draw
-    return Reason(kind="accuracy", summary=f"wrong output on input draw {draw + 1} of {draws}: "
-                  + mismatch.summary(), evidence=evidence)
-
-
-def _failure_reason(reply: Reply, op: str) -> Reason:
-    kind = {"compile_error": "compile", "timeout": "timeout", "crashed": "crash"}.get(
-        reply.status, "error")
-    what = {"compile": "failed to compile", "timeout": "timed out", "crash": "crashed its worker",
-            "error": f"raised during {op}"}[kind]
-    return Reason(kind=kind, summary=f"{what}: {(reply.error or '').splitlines()[0][:300]}",  # type: ignore[arg-type]
-                  evidence={"error": reply.error, "seconds": round(reply.seconds, 3)})
-
-
 class Tuner:
-    """Tunes one task for one problem. Construct, then `run()`."""
+    """Tunes one task for one problem. Construct, then `run()`.
+
+    `stress` sizes the stress check (see `StressCheck`); `retune` ignores a stored best;
+    `recheck_reused` re-checks a stored best on a fresh draw once per process before reuse.
+    """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
                  env: Environment | None = None, store: Store | None = None,
                  strategy: str = "auto", budget: Budget = Budget(), seed: int = 0,
                  draws: int = 2, timeout: float | None = None, compile_workers: int | None = None,
+                 stress: StressCheck = StressCheck(), retune: bool = False,
+                 recheck_reused: bool = True,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.task, self.ref = task, ref
         self.policy = policy or Policy.load()
         self.env = env or detect_environment(probe_device=True)
         self.store = store or open_store()
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
-        self.timeout = timeout
-        self.compile_workers = compile_workers
+        self.timeout, self.compile_workers = timeout, compile_workers
+        self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.progress = progress or (lambda event: None)
         self.traits = detect_traits(task.kernel)
         self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         self.trials: list[Trial] = []
-        self.check_seconds = 0.0
-        self._compilers: list[Worker] = []
+        self._rows: list[int] = []  # the store's row of each trial
+        self.notes: list[str] = []
 
     # -- helpers ---------------------------------------------------------------------------
     def _removals(self) -> dict[str, int]:
@@ -142,200 +134,230 @@ class Tuner:
         return {r.id: sum(1 for c in self.task.configs if match_rule(r, c, self.task.space))
                 for r in self.region.disabling}
 
-    def _record(self, key: TrialKey, trial: Trial) -> None:
+    def _deterministic(self) -> bool:
+        """Whether repeated launches on one input must agree bit for bit: no atomics."""
+        return "atomics" not in self.traits.traits
+
+    def _record(self, trial: Trial) -> None:
         self.trials.append(trial)
-        self.store.record(key, Config(values=trial.config), trial.status, time_ms=trial.time_ms,
-                          timing=self._timing, checked_draws=trial.checked_draws,
-                          reason=trial.reason)
+        self._rows.append(self.store.record(
+            self._key, Config(values=trial.config), trial.status, time_ms=trial.time_ms,
+            timing=self._timing, checked_draws=trial.checked_draws,
+            checked_launches=trial.checked_launches, reason=trial.reason))
         self.progress({"event": "trial", "n": len(self.trials), "trial": trial})
 
-    def _check(self, worker: Worker, config: Config) -> tuple[Status, Reason | None]:
-        reply = worker.request("check", config.key(), self.draws, self._timeout)
-        if reply.status == "baseline_error":
-            raise TuneError(reply.error)
-        if reply.status != "ok":
-            self.check_seconds += reply.seconds
-            return reply.status, _failure_reason(reply, "the accuracy check")  # type: ignore[return-value]
-        mismatch, draw, seconds = reply.value
-        self.check_seconds += seconds  # the check itself: not the kernel's first launch
-        if mismatch is not None:
-            return "wrong", _accuracy_reason(Mismatch(**mismatch), draw, self.draws)
-        return "ok", None
-
-    def _evaluate(self, worker: Worker, config: Config) -> Trial:
-        checked = 0
-        if self.region.verdict(config).status == "experimental":
-            status, reason = self._check(worker, config)
-            if status != "ok":
-                return Trial(config=config.values, status=status, reason=reason,
-                             checked_draws=self.draws if status == "wrong" else 0)
-            checked = self.draws
-        reply = worker.request("time", config.key(), 0, self._timeout)
-        if reply.status == "baseline_error":
-            raise TuneError(reply.error)
-        if reply.status != "ok":
-            return Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
-                         reason=_failure_reason(reply, "timing"), checked_draws=checked)
-        return Trial(config=config.values, status="ok", time_ms=reply.value,
-                     checked_draws=checked)
-
-    def _start_workers(self, baseline_json: str | None) -> Worker:
-        """Start the run worker and, on a GPU, the compile workers, all at once."""
-        from .runner import device_kind
-
-        n = self.compile_workers if self.compile_workers is not None else 4
-        gpu = device_kind() == "gpu" and self.task.launch is None
-        worker = Worker(self.ref, seed=self.seed, baseline_json=baseline_json)
-        self._compilers = [Worker(self.ref, seed=self.seed, baseline_json=baseline_json)
-                           for _ in range(n if gpu else 0)]
-        with ThreadPoolExecutor(max_workers=1 + len(self._compilers)) as pool:
-            started = list(pool.map(_try_start, [worker, *self._compilers]))
-        if started[0] is not None:
-            raise TuneError(f"cannot start tuning {self.task.name}: {started[0]}")
-        self._compilers = [w for w, err in zip(self._compilers, started[1:]) if err is None]
-        return worker
-
-    def _precompile(self, batch: list[Config], key: TrialKey) -> list[Config]:
-        """Compile a batch in parallel isolated workers; returns the configs that compiled."""
-        n = len(self._compilers)
-        if n == 0:
-            return batch
-        jobs = [batch[i::n] for i in range(n)]
-
-        def compile_all(i: int) -> list[tuple[Config, Reply]]:
-            return [(c, self._compilers[i].request("compile", c.key(), 0, self._timeout))
-                    for c in jobs[i]]
-
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            done = [r for part in pool.map(compile_all, range(n)) for r in part]
-        failed = set()
-        for config, reply in done:
-            if reply.status != "ok":
-                failed.add(config)
-                self._record(key, Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
-                                        reason=_failure_reason(reply, "compilation")))
-        return [c for c in batch if c not in failed]
+    def _result(self, start: float, **fields: Any) -> TuneResult:
+        k = self._key
+        return TuneResult(
+            task=self.task.name, problem=k.problem, timing=self._timing,
+            removals=self._removals(), policy=k.policy, env=k.env, task_fingerprint=k.task,
+            space_size=len(self.task.configs) if self.task.configs is not None
+            else self.task.space.cardinality(),
+            compared_with=self._compared_with, notes=self.notes,
+            wall_seconds=time.perf_counter() - start,
+            check_seconds=self._evaluator.seconds if self._evaluator else 0.0,
+            **{"best": None, "best_time_ms": None, "trials": self.trials, **fields})
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> TuneResult:
+        """Tune; raises TuneError (with the partial result) when no correct config is found."""
         start = time.perf_counter()
+        self._evaluator: Evaluator | None = None
         baseline = None if self.task.reference is not None else baseline_config(self.task.space)
-        notes: list[str] = []
+        self._compared_with = "the reference function" if baseline is None else (
+            f"the baseline config {baseline.text()}, not ground truth")
         if baseline is not None and not self.region.contains(baseline):
             verdict = self.region.verdict(baseline)
             raise TuneError(f"the baseline config {baseline.text()} is excluded here "
                             f"({', '.join(m.rule for m in verdict.matched)}); give the task a "
                             "reference function")
-        worker = self._start_workers(baseline.key() if baseline else None)
-        self._timing = worker.kind or "interpreter"
-        problem = worker.problem_key or ""
-        self._timeout = self.timeout or (60.0 if self._timing == "gpu" else 300.0)
-        kernel, env_fp, policy_fp = self.task.kernel_hash(), self.env.fingerprint(), \
-            self.policy.fingerprint()
-        key = TrialKey(run=uuid.uuid4().hex[:12], kernel=kernel, kernel_name=self.task.name,
-                       problem=problem, env=env_fp, policy=policy_fp)
-        result = dict(task=self.task.name, problem=problem, timing=self._timing,
-                      removals=self._removals(), policy=policy_fp, env=env_fp,
-                      space_size=len(self.task.configs) if self.task.configs is not None
-                      else self.task.space.cardinality())
+        pool = self._start(baseline)
         try:
-            stored = self._reuse(kernel, problem, env_fp, policy_fp, notes)
-            if stored is not None:
-                return TuneResult(**result, best=stored.config.values, best_time_ms=stored.time_ms,
-                                  trials=[], reused=True, notes=notes,
-                                  wall_seconds=time.perf_counter() - start)
-            interrupted = self._search(worker, key, start)
-            best, best_time = self._winner(worker, key)
+            self._timing = pool.run.kind or "interpreter"
+            self._timeout = self.timeout or (60.0 if self._timing == "gpu" else 300.0)
+            self._key = TrialKey(
+                run=uuid.uuid4().hex[:12], task=self.task.fingerprint(),
+                kernel=self.task.kernel_hash(), kernel_name=self.task.name,
+                problem=pool.run.problem_key or "", policy=self.policy.fingerprint(),
+                env=digest([self.env.fingerprint(), repr(codegen_environment())]))
+            self._evaluator = Evaluator(pool.run, draws=self.draws, stress=self.stress,
+                                        timeout=self._timeout)
+            if baseline is not None:
+                self.notes.append(f"no reference: results are compared with "
+                                  f"{self._compared_with}")
+            try:
+                return self._tune(pool, start)
+            except CheckFailed as e:
+                raise TuneError(str(e), self._result(start)) from None
         finally:
-            worker.close()
-            for w in self._compilers:
-                w.close()
-        if best is None:
-            raise TuneError(self._no_winner_message(result["removals"]))
-        self.store.save_best(kernel, problem, env_fp, policy_fp, best, best_time, self._timing)
-        return TuneResult(**result, best=best.values, best_time_ms=best_time, trials=self.trials,
-                          interrupted=interrupted, wall_seconds=time.perf_counter() - start,
-                          check_seconds=self.check_seconds, notes=notes)
+            pool.close()
 
-    def _reuse(self, kernel: str, problem: str, env_fp: str, policy_fp: str,
-               notes: list[str]) -> Any:
-        stored = self.store.best(kernel, problem, env_fp)
+    def _start(self, baseline: Config | None) -> WorkerPool:
+        from .runner import device_kind
+
+        n = self.compile_workers if self.compile_workers is not None else 4
+        gpu = device_kind() == "gpu" and self.task.launch is None
+        pool = WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
+                          else None, compilers=n if gpu else 0,
+                          deterministic=self._deterministic())
+        try:
+            pool.start()
+        except BaselineFailed as e:
+            raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: {e}") from None
+        except WorkerSetupError as e:
+            raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+        return pool
+
+    def _tune(self, pool: WorkerPool, start: float) -> TuneResult:
+        stored = self._reuse()
+        if stored is not None:
+            return self._result(start, best=stored.config.values, best_time_ms=stored.time_ms,
+                                reused=True)
+        interrupted = self._search(pool, start)
+        self._check_baseline_support(start)
+        best, best_time = self._winner()
+        if best is None:
+            raise TuneError(self._no_winner_message(), self._result(start,
+                                                                    interrupted=interrupted))
+        self.store.save_best(self._key, best, best_time, self._timing)
+        return self._result(start, best=best.values, best_time_ms=best_time,
+                            interrupted=interrupted)
+
+    def _reuse(self) -> Best | None:
+        """The stored best, if it may be reused: same keys, allowed now, re-checked."""
+        k = self._key
+        stored = self.store.best(k.task, k.problem, k.env)
         if stored is None:
             return None
-        if stored.policy == policy_fp or self.region.contains(stored.config):
+        if self.retune:
+            self.notes.append(f"retune requested: the stored best {stored.config.text()} is "
+                              "searched against again")
+            return None
+        if not self.region.contains(stored.config):
+            rules = ", ".join(m.rule for m in self.region.verdict(stored.config).matched
+                              if m.action == "disable")
+            self.notes.append(f"stored best {stored.config.text()} is now excluded by {rules}; "
+                              "retuned")
+            self.store.forget_best(k.task, k.problem, k.env)
+            return None
+        if stored.policy != k.policy:
+            self.notes.append("the policy changed since this best was stored and may now allow "
+                              "faster configs: retune (--retune, Tuner(retune=True)) to search "
+                              "them")
+        mark = (k.task, k.problem, k.env, stored.config.key())
+        if not self.recheck_reused or mark in _RECHECKED:
             return stored
-        rules = ", ".join(m.rule for m in self.region.verdict(stored.config).matched
-                          if m.action == "disable")
-        notes.append(f"stored best {stored.config.text()} is now excluded by {rules}; retuned")
-        self.store.forget_best(kernel, problem, env_fp)
-        return None
+        assert self._evaluator is not None
+        fresh = 2_000_000 + random.SystemRandom().randrange(1 << 30)
+        trial = self._evaluator.quick(stored.config, 1, first=fresh)
+        if trial.status != "ok":
+            self._record(trial)
+            self.notes.append(f"stored best {stored.config.text()} failed its re-check on a "
+                              f"fresh draw ({trial.reason.summary if trial.reason else ''}); "
+                              "retuned")
+            self.store.forget_best(k.task, k.problem, k.env)
+            return None
+        _RECHECKED.add(mark)
+        self.notes.append(f"stored best {stored.config.text()} re-checked on a fresh draw")
+        return stored
 
-    def _search(self, worker: Worker, key: TrialKey, start: float) -> bool:
-        quarantined = self.store.quarantined(key.kernel, key.problem, key.env)
+    def _precompile(self, pool: WorkerPool, batch: list[Config]) -> list[Config]:
+        """Compile a batch in parallel isolated workers; returns the configs that compiled."""
+        failed = set()
+        for config, reply in pool.compile_all(batch, self._timeout):
+            if reply.status != "ok":
+                failed.add(config)
+                self._record(Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
+                                   reason=failure_reason(reply, "compilation")))
+        return [c for c in batch if c not in failed]
+
+    def _search(self, pool: WorkerPool, start: float) -> bool:
+        """Measure configs until the budget is spent; True if interrupted (Ctrl-C)."""
+        assert self._evaluator is not None
+        k = self._key
+        quarantined = self.store.quarantined(k.task, k.problem, k.env)
         strategy = make_strategy(self.strategy_name, self.region, random.Random(self.seed),
                                  budget=self.budget.configs, points=self.task.configs)
         self.progress({"event": "start", "budget": self.budget.configs,
                        "strategy": type(strategy).name})
         results: dict[Config, float | None] = {}
+
+        def out_of_time() -> bool:
+            return bool(self.budget.seconds and time.perf_counter() - start > self.budget.seconds)
+
         try:
-            while len(results) < self.budget.configs:
+            while len(results) < self.budget.configs and not out_of_time():
                 batch = strategy.next_batch(results)[: self.budget.configs - len(results)]
                 if not batch:
                     break
-                for config in list(batch):
-                    if config in quarantined:
-                        batch.remove(config)
-                        results[config] = None
-                        self._record(key, Trial(config=config.values, status="wrong",
-                                                reason=quarantined[config]))
-                batch = self._precompile(batch, key)
-                for config in batch:
-                    if self.budget.seconds and time.perf_counter() - start > self.budget.seconds:
+                for config in [c for c in batch if c in quarantined]:
+                    batch.remove(config)
+                    results[config] = None
+                    self._record(Trial(config=config.values, status="wrong",
+                                       reason=quarantined[config]))
+                for config in self._precompile(pool, batch):
+                    if out_of_time():
                         return False
-                    trial = self._evaluate(worker, config)
+                    experimental = self.region.verdict(config).status == "experimental"
+                    trial = self._evaluator.evaluate(config, experimental)
                     results[config] = trial.time_ms
-                    self._record(key, trial)
-                if self.budget.seconds and time.perf_counter() - start > self.budget.seconds:
-                    break
+                    self._record(trial)
         except KeyboardInterrupt:
-            worker.stop()  # its answer to the interrupted request must not be read as the next
+            pool.run.stop()  # its answer to the interrupted request must not be read as the next
             return True
         return False
 
-    def _winner(self, worker: Worker, key: TrialKey) -> tuple[Config | None, float | None]:
-        """The fastest timed config that passes the accuracy check; failures are quarantined."""
-        timed = sorted((t for t in self.trials if t.status == "ok"), key=lambda t: t.time_ms)
-        for trial in timed:
+    def _check_baseline_support(self, start: float) -> None:
+        """Without a reference: stop if a larger group of configs agree among themselves and
+        disagree with the baseline than agree with it."""
+        if self.task.reference is not None:
+            return
+        votes = Counter(t.vote for t in self.trials if t.vote is not None)
+        if not votes:
+            return
+        group, size = votes.most_common(1)[0]
+        baseline = baseline_config(self.task.space).values
+        support = sum(1 for t in self.trials if t.status == "ok" and t.config != baseline)
+        # A larger agreeing group outvotes the baseline; with no other config agreeing with
+        # the baseline, even one dissenter leaves its output unsupported.
+        if size > support and (size >= 2 or support == 0):
+            members = [Config(values=t.config).text() for t in self.trials if t.vote == group]
+            agree = "configs agree among themselves and disagree" if size >= 2 else \
+                "config disagrees"
+            raise TuneError(
+                f"the baseline config looks wrong: {size} {agree} with "
+                f"{self._compared_with}, and only {support} other agree with it "
+                f"(e.g. {members[0]}); give the task a reference function",
+                self._result(start))
+
+    def _winner(self) -> tuple[Config | None, float | None]:
+        """The fastest timed config that passes the stress check; failures are quarantined."""
+        assert self._evaluator is not None
+        timed = sorted((i for i, t in enumerate(self.trials) if t.status == "ok"),
+                       key=lambda i: self.trials[i].time_ms)  # type: ignore[arg-type,return-value]
+        for i in timed:
+            trial = self.trials[i]
             config = Config(values=trial.config)
-            self.progress({"event": "winner_check", "config": config})
-            if trial.checked_draws < self.draws:
-                status, reason = self._check(worker, config)
-                if status != "ok":
-                    trial.status, trial.reason = status, reason
-                    self.store.record(key, config, status, checked_draws=self.draws,
-                                      reason=reason, timing=self._timing)
+            if not trial.stressed:
+                self.progress({"event": "winner_check", "config": config})
+                checked = self._evaluator.stress(trial)
+                self.trials[i] = checked
+                self.store.update(self._rows[i], checked.status, time_ms=checked.time_ms,
+                                  checked_draws=checked.checked_draws,
+                                  checked_launches=checked.checked_launches,
+                                  reason=checked.reason)
+                self.progress({"event": "stress", "trial": checked})
+                if checked.status != "ok":
                     continue
-                trial.checked_draws = self.draws
             return config, trial.time_ms
         return None, None
 
-    def _no_winner_message(self, removals: dict[str, int]) -> str:
+    def _no_winner_message(self) -> str:
         if not self.trials:
-            rules = ", ".join(f"{r} removes {n}" for r, n in removals.items() if n)
+            rules = ", ".join(f"{r} removes {n}" for r, n in self._removals().items() if n)
             return (f"every candidate config of {self.task.name} is excluded here "
                     f"({rules or 'no rule removed any: the candidate list is empty'}); "
                     "`tunegate policy explain` says why for any one of them")
-        counts: dict[str, int] = {}
-        for t in self.trials:
-            counts[t.status] = counts.get(t.status, 0) + 1
+        counts = Counter(t.status for t in self.trials)
         seen = ", ".join(f"{n} {s}" for s, n in counts.items())
         return f"no correct config found for {self.task.name} ({seen})"
-
-
-def _try_start(worker: Worker) -> str | None:
-    """Start a worker; the error text instead of raising, so several can start in threads."""
-    try:
-        worker.start()
-    except WorkerSetupError as e:
-        return str(e)
-    return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-__all__ = ["Reply", "TaskRef", "Worker", "WorkerSetupError"]
+__all__ = ["BaselineFailed", "Reply", "TaskRef", "Worker", "WorkerSetupError"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
 _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
@@ -27,6 +27,10 @@ _COMPILE = ("CompilationError", "OutOfResources", "PassManager", "MLIR", "Compil
 
 class WorkerSetupError(RuntimeError):
     """The worker could not load the task or build its baseline."""
+
+
+class BaselineFailed(WorkerSetupError):
+    """The reference or the baseline failed on the first draw: nothing can be checked."""
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,18 @@ def _classify(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}"
     if any(s in text for s in _STICKY):
         return "crashed"
-    if any(s in text for s in _COMPILE):
+    if any(s in text for s in _COMPILE) or _rejected_by_the_language(e):
         return "compile_error"
     return "error"
+
+
+def _rejected_by_the_language(e: BaseException) -> bool:
+    """Under the interpreter, an error raised by triton.language itself (a non-power-of-two
+    arange, a bad type) is what the compiler reports on a GPU: a compile error."""
+    if type(e).__name__ != "InterpreterError" or e.__cause__ is None:
+        return False
+    frames = traceback.extract_tb(e.__cause__.__traceback__)
+    return bool(frames) and f"triton{os.sep}language{os.sep}" in frames[-1].filename
 
 
 def _load(ref: TaskRef) -> Any:
@@ -65,7 +78,7 @@ def _load(ref: TaskRef) -> Any:
 
 
 def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
-           stderr_path: str) -> None:
+           stderr_path: str, deterministic: bool) -> None:
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -74,7 +87,8 @@ def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
 
     try:
         baseline = Config.from_json(baseline_json) if baseline_json else None
-        runner = Runner(_load(ref), seed=seed, baseline=baseline, inputs=ref.inputs)
+        runner = Runner(_load(ref), seed=seed, baseline=baseline, inputs=ref.inputs,
+                        deterministic=deterministic)
         conn.send(("ready", runner.problem_key(), runner.kind))
     except BaselineError as e:
         conn.send(("baseline_error", str(e)))
@@ -84,21 +98,12 @@ def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
         return
     while True:
         try:
-            op, config_json, draws = conn.recv()
+            op, config_json, arg = conn.recv()
         except EOFError:
             return
         config = Config.from_json(config_json)
         try:
-            if op == "check":
-                runner.warm(config)
-                start = time.perf_counter()
-                mismatch, draw = runner.check(config, draws)
-                value: Any = (mismatch.model_dump() if mismatch else None, draw,
-                              time.perf_counter() - start)
-            elif op == "time":
-                value = runner.time(config)
-            else:
-                value = runner.compile(config)
+            value = _operate(runner, op, config, arg)
             conn.send(("ok", value))
         except BaselineError as e:
             conn.send(("baseline_error", str(e)))
@@ -109,12 +114,33 @@ def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
                 os._exit(3)  # the CUDA context is poisoned: never reuse it
 
 
+def _operate(runner: Any, op: str, config: Any, arg: Any) -> Any:
+    """One request: 'check' (draws, first draw), 'stress' (settings), 'time' or 'compile'.
+    Check times exclude the first launch, which loads the compiled kernel."""
+    if op == "compile":
+        return runner.compile(config)
+    if op == "time":
+        ms, mismatch, vote, seconds = runner.time(config)
+        return ms, mismatch.model_dump() if mismatch else None, vote, seconds
+    runner.warm(config)
+    if op == "stress":
+        from .stress import StressCheck
+
+        return runner.stress(config, StressCheck.model_validate(arg)).model_dump()
+    draws, first = arg
+    start = time.perf_counter()
+    mismatch, draw, vote = runner.check(config, draws, first)
+    return (mismatch.model_dump() if mismatch else None, draw, vote,
+            time.perf_counter() - start)
+
+
 class Worker:
     """One isolated process running one task's configs, replaced after a crash or timeout."""
 
     def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None,
-                 setup_timeout: float = 600.0) -> None:
+                 setup_timeout: float = 600.0, deterministic: bool = True) -> None:
         self.ref, self.seed, self.baseline_json = ref, seed, baseline_json
+        self.deterministic = deterministic
         self.setup_timeout = setup_timeout
         self._proc: Any = None
         self._conn: Connection | None = None
@@ -128,7 +154,7 @@ class Worker:
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=_child, daemon=True,
                                  args=(child, self.ref, self.seed, self.baseline_json,
-                                       self._stderr.name))
+                                       self._stderr.name, self.deterministic))
         self._proc.start()
         child.close()
         if not self._conn.poll(self.setup_timeout):
@@ -140,6 +166,9 @@ class Worker:
             self.stop()
             raise WorkerSetupError("the worker died while loading the task:\n"
                                    + self.stderr_tail()) from None
+        if msg[0] == "baseline_error":
+            self.stop()
+            raise BaselineFailed(msg[1])
         if msg[0] != "ready":
             self.stop()
             raise WorkerSetupError(msg[1])
@@ -152,14 +181,14 @@ class Worker:
         except OSError:
             return ""
 
-    def request(self, op: str, config_json: str, draws: int = 0,
+    def request(self, op: str, config_json: str, arg: Any = None,
                 timeout: float = 120.0) -> Reply:
         """Run one operation on one config; never raises for what the kernel does."""
         if self._proc is None or not self._proc.is_alive():
             self.start()
         assert self._conn is not None
         start = time.perf_counter()
-        self._conn.send((op, config_json, draws))
+        self._conn.send((op, config_json, arg))
         if not self._conn.poll(timeout):
             self.stop()
             return Reply("timeout", error=f"no answer within {timeout:.0f} s (killed)",

@@ -1,0 +1,103 @@
+"""Kernels for the trust tests: an intermittently wrong and a non-repeatable config that are
+fastest by design, an in-place kernel, split-K into a zeroed output, a wrong baseline."""
+
+import time
+from collections import Counter
+
+import torch
+import triton
+import triton.language as tl
+
+from examples import splitk
+from tunegate.autotune import Task
+from tunegate.space import Choice, Parameter, PowerOfTwo, Space
+
+
+@triton.jit
+def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr, VARIANT: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    if VARIANT == 0:
+        tl.store(y_ptr + offs, x, mask=mask)  # forgot the factor: the wrong baseline
+    else:
+        tl.store(y_ptr + offs, 2 * x, mask=mask)
+
+
+def make_inputs(seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(256, generator=g).to(device),
+            "y_ptr": torch.empty(256, device=device), "n": 256}
+
+
+def reference(x_ptr, y_ptr, n):
+    return 2 * x_ptr
+
+
+_launches: Counter = Counter()
+
+
+def launch_modes(args, config):
+    """MODE 0: right and slow. MODE 1: fastest, one element wrong every seventh launch.
+    MODE 2: next fastest, one element off by one ulp (within tolerance) every third launch."""
+    mode = config.values["MODE"]
+    time.sleep({0: 0.08, 1: 0.0, 2: 0.02}[mode])
+    double[(1,)](args["x_ptr"], args["y_ptr"], args["n"], BLOCK=256, VARIANT=1)
+    _launches[mode] += 1
+    y = args["y_ptr"]
+    if mode == 1 and _launches[mode] % 7 == 0:
+        y[5] += 1.0
+    if mode == 2 and _launches[mode] % 3 == 0:
+        y[5] = torch.nextafter(y[5], torch.tensor(float("inf")))
+
+
+INTERMITTENT = Task(
+    name="intermittent", kernel=double,
+    space=Space(parameters={"MODE": Parameter(domain=Choice(choices=(0, 1, 2), default=0))}),
+    grid=(1,), launch=launch_modes, make_inputs=make_inputs, outputs=("y_ptr",),
+    reference=reference)
+
+WRONG_BASELINE = Task(
+    name="wrong_baseline", kernel=double,
+    space=Space(parameters={
+        "BLOCK": Parameter(domain=Choice(choices=(64,), default=64)),
+        "VARIANT": Parameter(domain=Choice(choices=(0, 1, 2, 3), default=0))}),
+    grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), make_inputs=make_inputs,
+    outputs=("y_ptr",))  # no reference: VARIANT=0, the baseline, is the one that is wrong
+
+
+@triton.jit
+def add_into(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(x_ptr + offs, x + y, mask=mask)
+
+
+def make_pair(seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(200, generator=g).to(device),
+            "y_ptr": torch.randn(200, generator=g).to(device), "n": 200}
+
+
+def add_reference(x_ptr, y_ptr, n):
+    return x_ptr.double() + y_ptr.double()  # float64, not cast back: float32 tolerances apply
+
+
+def _raising_reference(x_ptr, y_ptr, n):
+    raise RuntimeError("reference is broken")
+
+
+IN_PLACE = Task(
+    name="add_into", kernel=add_into,
+    space=Space(parameters={"BLOCK": Parameter(domain=PowerOfTwo(low=32, high=64))}),
+    grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), make_inputs=make_pair,
+    outputs=("x_ptr",), reference=add_reference)
+
+RAISING_REFERENCE = IN_PLACE.model_copy(update={"reference": _raising_reference})
+
+SPLIT_K_ZEROED = Task(
+    name="splitk_zeroed", kernel=splitk.splitk_matmul, space=splitk.space(16),
+    grid=splitk.grid, make_inputs=splitk.inputs(32, 32, 64), outputs=("c_ptr",),
+    reset_to_zero=("c_ptr",), reference=splitk.reference)

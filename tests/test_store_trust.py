@@ -1,0 +1,155 @@
+"""The store is keyed by what decides correctness: stale results are never reused, old databases
+migrate, a reused best is re-checked once per process, a relaxed policy is reported."""
+
+import sqlite3
+import textwrap
+
+import pytest
+
+from tunegate.autotune import Store, Tuner
+from tunegate.autotune.worker import TaskRef
+from tunegate.kernelfile import load_module
+from tunegate.policy import Policy
+
+pytestmark = pytest.mark.interpreter
+
+TEMPLATE = '''
+import torch
+import triton
+import triton.language as tl
+
+from tunegate.autotune import Task
+from tunegate.space import Parameter, PowerOfTwo, Space
+
+
+@triton.jit
+def twice(x):
+    return HELPER
+
+
+@triton.jit
+def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, twice(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+def make_inputs(seed, device):
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(128, generator=g).to(device),
+            "y_ptr": torch.empty(128, device=device), "n": 128}
+
+
+TASK = Task(name="twice", kernel=kernel,
+            space=Space(parameters={"BLOCK": Parameter(domain=PowerOfTwo(low=64, high=128))}),
+            grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]) GRID,),
+            make_inputs=make_inputs, outputs=("y_ptr",) REFERENCE)
+'''
+BASE = {"HELPER": "x * 2", "GRID": "", "REFERENCE": ""}
+
+
+def write(tmp_path, name, **changes):
+    text = TEMPLATE
+    for k, v in {**BASE, **changes}.items():
+        text = text.replace(k, v)
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def task_of(path):
+    return load_module(path).TASK
+
+
+def run(path, store, **options):
+    options.setdefault("policy", Policy([]))
+    return Tuner(task_of(path), TaskRef(str(path), "TASK"), store=store, **options).run()
+
+
+def test_task_fingerprint_covers_grid_reference_and_called_helpers(tmp_path):
+    base = task_of(write(tmp_path, "base")).fingerprint()
+    assert task_of(write(tmp_path, "same")).fingerprint() == base
+    for name, change in [("grid", {"GRID": "+ 1"}),
+                         ("reference", {"REFERENCE": ", reference=lambda x_ptr, y_ptr, n: "
+                                                     "2 * x_ptr"}),
+                         ("helper", {"HELPER": "x + x"})]:
+        assert task_of(write(tmp_path, name, **change)).fingerprint() != base, name
+    task = task_of(write(tmp_path, "fields"))
+    for update in ({"tolerances": {"float32": (1e-3, 1e-3)}}, {"reset_to_zero": ("y_ptr",)},
+                   {"restore_value": ("x_ptr",)}, {"outputs": ("y_ptr", "x_ptr")}):
+        assert task.model_copy(update=update).fingerprint() != base, update
+
+
+def test_stale_results_are_never_reused(tmp_path, monkeypatch):
+    import tunegate.autotune.tuner as tuner_module
+
+    monkeypatch.setattr(tuner_module, "_RECHECKED", set())
+    store = Store(tmp_path / "s.sqlite")
+    first = run(write(tmp_path, "base"), store)
+    assert not first.reused and len(first.trials) == 2
+    same = write(tmp_path, "same")
+    again = run(same, store)
+    assert again.reused and any("re-checked on a fresh draw" in n for n in again.notes)
+    third = run(same, store)  # once per process
+    assert third.reused and not any("re-checked" in n for n in third.notes)
+    fixed = run(write(tmp_path, "helper", HELPER="x + x"), store)
+    assert not fixed.reused and len(fixed.trials) == 2
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+    assert not run(same, store).reused
+
+
+def test_a_relaxed_policy_says_a_retune_could_help_and_retune_forces_one(tmp_path,
+                                                                          write_policy):
+    strict = Policy.from_files(write_policy('''
+        schema = 1
+        [[rule]]
+        id = "no-big-blocks"
+        title = "t"
+        action = "disable"
+        match = "BLOCK == 128"
+        reason = "r"
+        '''))
+    store = Store(tmp_path / "s.sqlite")
+    path = write(tmp_path, "base")
+    assert run(path, store, policy=strict).best == {"BLOCK": 64}
+    relaxed = run(path, store, recheck_reused=False)
+    assert relaxed.reused and any("may now allow faster configs" in n and "--retune" in n
+                                  for n in relaxed.notes)
+    retuned = run(path, store, retune=True)
+    assert not retuned.reused and len(retuned.trials) == 2
+
+
+def test_a_schema_1_database_migrates(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript('''
+            CREATE TABLE trials (id INTEGER PRIMARY KEY, run TEXT NOT NULL, kernel TEXT NOT NULL,
+                kernel_name TEXT NOT NULL, problem TEXT NOT NULL, env TEXT NOT NULL,
+                policy TEXT NOT NULL, config TEXT NOT NULL, status TEXT NOT NULL, time_ms REAL,
+                timing TEXT, checked_draws INTEGER NOT NULL DEFAULT 0, reason TEXT,
+                created REAL NOT NULL);
+            CREATE TABLE best (kernel TEXT NOT NULL, problem TEXT NOT NULL, env TEXT NOT NULL,
+                policy TEXT NOT NULL, config TEXT NOT NULL, time_ms REAL, timing TEXT,
+                created REAL NOT NULL, PRIMARY KEY (kernel, problem, env));
+            INSERT INTO trials VALUES (1, 'r', 'k', 'n', 'p', 'e', 'pol', '{"B": 1}', 'wrong',
+                NULL, 'gpu', 2, NULL, 0);
+            INSERT INTO best VALUES ('k', 'p', 'e', 'pol', '{"B": 1}', 1.0, 'gpu', 0);
+        ''')
+    store = Store(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("SELECT task, status FROM trials").fetchall() == [("", "wrong")]
+        assert db.execute("SELECT COUNT(*) FROM best").fetchone()[0] == 0
+    assert store.quarantined("k", "p", "e") == {}  # never replayed under a current key
+    assert store.integrity() == "ok"
+    Store(path)  # opening again is a no-op
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    from tunegate.autotune.store import StoreError
+
+    path = tmp_path / "new.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version=99")
+    with pytest.raises(StoreError, match="schema 99, newer"):
+        Store(path)

@@ -1,0 +1,144 @@
+"""The stress check, in-place and zeroed outputs, fail-fast and no-reference semantics, on real
+kernels under the interpreter."""
+
+import json
+
+import pytest
+import torch
+
+from tests.conftest import KERNELS, run_cli
+from tunegate.autotune import Store, TuneError, Tuner
+from tunegate.autotune.stress import StressCheck
+from tunegate.autotune.worker import TaskRef
+from tunegate.policy import Policy, builtin_policy_path
+
+pytestmark = pytest.mark.interpreter
+
+
+def tuner(name, tmp_path, **options):
+    from tests.kernels import trust
+
+    options.setdefault("policy", Policy.from_files(builtin_policy_path()))
+    return Tuner(getattr(trust, name), TaskRef(str(KERNELS / "trust.py"), name),
+                 store=Store(tmp_path / "s.sqlite"), **options)
+
+
+def test_a_fast_config_wrong_in_one_of_seven_launches_is_never_returned(tmp_path):
+    result = tuner("INTERMITTENT", tmp_path).run()
+    by_mode = {t.config["MODE"]: t for t in result.trials}
+    assert result.best == {"MODE": 0}
+    flaky, noisy = by_mode[1], by_mode[2]
+    assert flaky.status == "wrong" and flaky.stressed
+    assert "stress check: wrong in 2 of 16 launches" in flaky.reason.summary
+    assert flaky.reason.evidence["wrong"] == 2 and flaky.reason.evidence["argument"] == "y_ptr"
+    # within tolerance every time, but not repeatable: a kernel without atomics must be
+    assert noisy.status == "wrong" and noisy.reason.evidence["wrong"] == 0
+    assert "launches differ bit for bit" in noisy.reason.summary
+    assert by_mode[0].status == "ok" and by_mode[0].checked().startswith("stress-checked: 17")
+
+
+def test_stress_sizing_defaults_and_validation():
+    gpu = StressCheck().resolved("gpu")
+    assert gpu.min_launches == 200 and (1 - 0.02) ** gpu.min_launches < 0.02
+    assert StressCheck(min_launches=300).resolved("gpu").max_launches == 1000
+    assert StressCheck().light("gpu").min_launches == 50
+    assert StressCheck().resolved("interpreter").min_launches >= 7
+    with pytest.raises(ValueError, match="min_launches <= max_launches"):
+        StressCheck(min_launches=10, max_launches=5)
+
+
+def test_in_place_kernel_is_restored_not_poisoned_and_float64_reference_is_cast(tmp_path):
+    from tests.kernels import trust
+
+    assert trust.IN_PLACE.written_in_place() == ("x_ptr",)
+    result = tuner("IN_PLACE", tmp_path).run()
+    assert {t.status for t in result.trials} == {"ok"} and result.best is not None
+    assert all(t.checked_launches >= 1 for t in result.trials)
+
+
+def test_split_k_into_a_zeroed_output_is_accepted(tmp_path):
+    result = tuner("SPLIT_K_ZEROED", tmp_path,
+                   stress=StressCheck(min_launches=4, max_launches=4)).run()
+    statuses = {t.config["SPLIT_K"]: t.status for t in result.trials}
+    assert statuses == {1: "ok", 2: "ok", 4: "ok"}
+    split = [t for t in result.trials if t.config["SPLIT_K"] > 1]
+    # experimental (split-k-atomics): stress-checked during the search (a light check: 1 launch
+    # of the 4 asked for, after the 2 quick draws and before the timing)
+    assert all(t.checked_launches == 2 + 1 + 1 for t in split)
+
+
+def test_a_raising_reference_stops_the_run_before_the_search(tmp_path):
+    with pytest.raises(TuneError, match="reference function raised RuntimeError"):
+        tuner("RAISING_REFERENCE", tmp_path).run()
+    assert Store(tmp_path / "s.sqlite").history("x", _config({"BLOCK": 32})) == []
+    out = run_cli("tune", "tests/kernels/trust.py:RAISING_REFERENCE", "--json",
+                  "--store", str(tmp_path / "s.sqlite"))
+    assert out.returncode == 1
+    assert "reference is broken" in json.loads(out.stdout)["error"]
+
+
+def test_without_a_reference_results_say_so(tmp_path):
+    from tests.kernels import pipelined_copy
+
+    store = tmp_path / "s.sqlite"
+    result = Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
+                   policy=Policy([]), store=Store(store)).run()
+    assert result.compared_with.endswith("not ground truth")
+    assert any("compared with the baseline config" in n for n in result.notes)
+    explain = run_cli("policy", "explain", "BLOCK=32, STAGES=2", "--kernel",
+                      "tests/kernels/pipelined_copy.py:TASK", "--store", str(store))
+    assert "checked  against the baseline config (the task has no reference), not ground " \
+        "truth" in explain.stdout, explain.stderr
+
+
+def test_a_baseline_outvoted_by_agreeing_configs_stops_the_run(tmp_path):
+    with pytest.raises(TuneError, match="baseline config looks wrong: 3 configs agree") as e:
+        tuner("WRONG_BASELINE", tmp_path).run()
+    assert e.value.result is not None and e.value.result.best is None
+    assert e.value.result.error.startswith("the baseline config looks wrong")
+
+
+def _config(values):
+    from tunegate.space import Config
+
+    return Config(values=values)
+
+
+def test_mismatch_names_the_output_dtype_and_tolerance():
+    from tunegate.autotune import compare
+
+    want = torch.full((4,), 8.80284, dtype=torch.float64)
+    assert compare("out", want.float(), want) is None  # float32 tolerance, not float64's
+    bad = compare("out", want.float() + 1, want)
+    assert "(float32, rtol 0.0001, atol 1e-05)" in bad.summary()
+    assert compare("i", torch.ones(2, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
+                   ).summary().endswith("(int32, compared bit for bit)")
+
+
+def test_a_reference_of_the_wrong_shape_is_refused_at_once():
+    from tests.kernels import trust
+    from tunegate.autotune.runner import BaselineError, Runner
+
+    task = trust.IN_PLACE.model_copy(update={"reference": lambda x_ptr, y_ptr, n: x_ptr[:10]})
+    with pytest.raises(BaselineError, match=r"reference's 'x_ptr' has shape \(10,\), but the "
+                                            r"argument has shape \(200,\)"):
+        Runner(task, seed=0, baseline=None)
+
+
+def test_the_6691_kernel_is_right_here_and_experimental_at_four_stages_on_an_h200():
+    """The premise of the GPU test: the kernel matches its reference (interpreter, small N),
+    shows the trait, and the built-in policy checks it at num_stages=4 on an H200."""
+    from tests.kernels import race_6691
+    from tunegate.autotune.runner import Runner
+    from tunegate.policy import Environment, detect_traits
+
+    task = race_6691.SMALL
+    config = task.space.complete({"num_stages": 4})
+    assert Runner(task, seed=0, baseline=None).check(config, 1)[0] is None
+    traits = detect_traits(task.kernel)
+    assert "dot_trans_and_sum" in traits.traits
+    h200 = Environment(triton="3.6.0", torch="2.11.0", python="3.12.3", cuda="13.0",
+                       device="cuda", capability="9.0")
+    region = Policy.from_files(builtin_policy_path()).gate(task.space, h200, traits)
+    assert region.verdict(config).status == "experimental"
+    assert region.verdict(task.space.complete({"num_stages": 2})).status == "excluded"

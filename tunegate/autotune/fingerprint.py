@@ -1,0 +1,135 @@
+"""Fingerprints of what decides a tuned config's correctness: the task's code and the variables
+that change the code Triton generates. Both are part of every store key.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import os
+import textwrap
+from typing import Any, Iterable
+
+__all__ = ["CODEGEN_VARIABLES", "callable_text", "codegen_environment", "digest",
+           "jit_dependencies", "qualified_name", "source_of"]
+
+# Variables that change generated code even where the installed Triton does not list them as
+# cache-invalidating (older releases, the interpreter, AMD scheduling switches).
+CODEGEN_VARIABLES = (
+    "TRITON_INTERPRET", "TRITON_DEFAULT_FP_FUSION", "TRITON_FORCE_DISABLE_FP_FUSION",
+    "TRITON_OVERRIDE_ARCH", "TRITON_DISABLE_LINE_INFO", "TRITON_ENABLE_ASAN",
+    "TRITON_HIP_USE_BLOCK_PINGPONG", "TRITON_HIP_USE_ASYNC_COPY",
+    "TRITON_HIP_USE_IN_THREAD_TRANSPOSE", "TRITON_HIP_USE_COEXEC_SCHEDULER",
+    "TRITON_HIP_USE_EXPERT_SCHEDULING", "TRITON_PLUGIN_PATHS", "TRITON_F32_DEFAULT",
+    "TRITON_ALWAYS_COMPILE", "DISABLE_LLVM_OPT", "DISABLE_MMA_V3", "DISABLE_MMA_V5",
+    "DISABLE_PTXAS_OPT", "LLVM_IR_ENABLE_DUMP",
+)
+
+
+def codegen_environment() -> dict[str, str]:
+    """The set variables that change compiled code: Triton's own cache-invalidating list (what
+    its autotuner keys on) plus `CODEGEN_VARIABLES`."""
+    found: dict[str, str] = {}
+    try:
+        from triton._C.libtriton import get_cache_invalidating_env_vars
+
+        found.update(get_cache_invalidating_env_vars())
+    except (ImportError, AttributeError):
+        pass
+    found.update({k: os.environ[k] for k in CODEGEN_VARIABLES if os.environ.get(k)})
+    return dict(sorted(found.items()))
+
+
+def source_of(obj: Any) -> str:
+    """The source text of a function (or of a jit function's Python function), else its repr."""
+    fn = _python_function(obj)
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return repr(fn)
+
+
+def callable_text(obj: Any) -> str:
+    """What a callable computes, as text: its source plus the simple values it closes over (a
+    factory's `inputs(32, 32, 64)` differs from `inputs(64, 64, 64)` only there)."""
+    if obj is None:
+        return "None"
+    if not callable(obj):
+        return repr(obj)
+    parts = [source_of(obj if inspect.isfunction(getattr(obj, "fn", obj)) else type(obj))]
+    for cell in getattr(obj, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, (int, float, str, bool, tuple, type(None))):
+            parts.append(repr(value))
+        elif callable(value):
+            parts.append(callable_text(value))
+    if not inspect.isfunction(obj):
+        parts.append(repr(sorted((k, repr(v)) for k, v in vars(obj).items()
+                                 if isinstance(v, (int, float, str, bool, tuple)))
+                          if hasattr(obj, "__dict__") else ""))
+    return "\n".join(parts)
+
+
+def _names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    out = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    out |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    return out
+
+
+def _python_function(obj: Any) -> Any:
+    while hasattr(obj, "fn") and obj.fn is not obj:
+        obj = obj.fn
+    return obj
+
+
+def _user_kernel(value: Any) -> bool:
+    """A jit function (compiled or interpreted) that is not part of Triton itself."""
+    from triton.runtime.jit import KernelInterface
+
+    return (isinstance(value, KernelInterface)
+            and not getattr(_python_function(value), "__module__", "").startswith("triton."))
+
+
+def jit_dependencies(kernel: Any) -> list[Any]:
+    """Every `@triton.jit` function the kernel calls, directly or through other helpers: found
+    among the globals its source names, as Triton's own dependency hash does (Triton's own
+    library functions are left out: the Triton version is in the environment fingerprint)."""
+    seen: dict[int, Any] = {}
+
+    def visit(fn: Any) -> None:
+        names = _names(source_of(fn))
+        scope: dict[str, Any] = dict(getattr(_python_function(fn), "__globals__", {}))
+        for name in names:
+            value = scope.get(name)
+            candidates: list[Any] = [value]
+            if inspect.ismodule(value):
+                candidates = [v for n, v in vars(value).items() if n in names]
+            for v in candidates:
+                if _user_kernel(v) and v is not kernel and id(v) not in seen:
+                    seen[id(v)] = v
+                    visit(v)
+
+    visit(kernel)
+    return sorted(seen.values(), key=qualified_name)
+
+
+def qualified_name(fn: Any) -> str:
+    py = _python_function(fn)
+    return f"{getattr(py, '__module__', '')}.{getattr(py, '__qualname__', repr(py))}"
+
+
+def digest(parts: Iterable[str]) -> str:
+    """A short stable hash of text parts."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]

@@ -1,0 +1,97 @@
+"""How hard a config is checked: a stress check of many poisoned launches over fresh draws.
+
+Races exist that corrupt a few percent of launches (triton#6691 at num_stages=4 on an H200: 5
+of 200). A check of n launches misses a race of per-launch probability p with probability
+(1 - p)^n: 2 launches miss a 2% race 96% of the time, 200 launches 1.8% of the time, 300
+launches 0.2%. So the GPU default is at least 200 launches, more while the time budget lasts
+(0.25 s, at most 1000 launches: a 0.1 ms kernel gets ~800). That check is for the config that
+is returned; configs that use an experimental feature get a quarter of it during the search
+(50 launches catch a 2% race 64% of the time, a 5% race 92%), so that checking stays a few
+percent of tuning time, and whichever of them wins still gets the whole check. The interpreter
+runs one program at a time and has no races to find, so its default only needs to catch faults
+that recur every few launches.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["StressCheck", "StressReport"]
+
+
+class StressCheck(BaseModel):
+    """Launches per stress check: at least `min_launches`, then more while `seconds` last, at
+    most `max_launches`, spread round-robin over `draws` fresh input draws. None = the default
+    for where kernels run (`resolved`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    min_launches: int | None = Field(default=None, ge=1)
+    max_launches: int | None = Field(default=None, ge=1)
+    seconds: float | None = Field(default=None, ge=0)
+    draws: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "StressCheck":
+        if (self.min_launches is not None and self.max_launches is not None
+                and self.min_launches > self.max_launches):
+            raise ValueError(f"min_launches <= max_launches must hold, but got "
+                             f"{self.min_launches} > {self.max_launches}")
+        return self
+
+    def resolved(self, kind: str) -> "StressCheck":
+        """Every field set: the given values, else the defaults for 'gpu' or 'interpreter'."""
+        gpu = kind == "gpu"
+        low = self.min_launches or (200 if gpu else 8)
+        return StressCheck(min_launches=low,
+                           max_launches=max(low, self.max_launches or (1000 if gpu else 16)),
+                           seconds=self.seconds if self.seconds is not None else
+                           (0.25 if gpu else 2.0),
+                           draws=self.draws or 4)
+
+    def light(self, kind: str) -> "StressCheck":
+        """A quarter of the resolved check (launches and seconds; the same draws): for the
+        experimental configs of a search, which must still pass the whole check to win."""
+        full = self.resolved(kind)
+        assert full.min_launches and full.max_launches and full.seconds is not None
+        return StressCheck(min_launches=max(1, full.min_launches // 4),
+                           max_launches=max(1, full.max_launches // 4),
+                           seconds=full.seconds / 4, draws=full.draws)
+
+
+class StressReport(BaseModel):
+    """What a stress check saw."""
+
+    model_config = ConfigDict(frozen=True)
+
+    launches: int
+    draws: int
+    wrong: int  # launches whose output did not match the expected one
+    differing: int  # launches whose bits differ from the first launch on the same draw
+    deterministic: bool  # whether launches were required to agree bit for bit
+    first_mismatch: dict | None = None  # a Mismatch, as a dict
+    first_wrong_draw: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.wrong == 0 and (not self.deterministic or self.differing == 0)
+
+    def summary(self) -> str:
+        """One line: what failed, in how many launches, with the first mismatch."""
+        parts = []
+        if self.wrong:
+            parts.append(f"wrong in {self.wrong} of {self.launches} launches over {self.draws} "
+                         "fresh draws")
+        if self.deterministic and self.differing:
+            parts.append(f"{self.differing} of {self.launches} launches differ bit for bit from "
+                         "the first launch on the same input (the kernel has no atomics: its "
+                         "output must not vary)")
+        if not parts:
+            return f"right and repeatable in {self.launches} launches over {self.draws} draws"
+        text = "; ".join(parts)
+        if self.first_mismatch is not None:
+            from .check import Mismatch
+
+            text += ": " + Mismatch(**self.first_mismatch).summary()
+        return text
