@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import _render
-from .autotune.store import StoreError
-from .kernelfile import KernelFileError, resolve
-from .policy import (Environment, InvalidEnvironment, KernelTraits, Policy, PolicyError,
-                     TraitError, detect_environment, detect_traits)
+from .kernelfile import resolve
+from .policy import (Environment, KernelTraits, Policy, PolicyError, detect_environment,
+                     detect_traits)
 from .policy.loader import load_file
-from .space import Config, InvalidConfig, Space, helion_space, helion_space_for
+from .space import Config, Space, helion_space, helion_space_for
 from .space.helion import parse_config_text
+from .errors import TunegateError
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_DETECTED, EXIT_USAGE = 0, 1, 2
 
 
-class UsageError(ValueError):
+class UsageError(ValueError, TunegateError):
     """Bad command-line input that is not one of the library's own errors."""
 
 
@@ -257,19 +257,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_INPUT_ERRORS = (PolicyError, InvalidConfig, InvalidEnvironment, TraitError, KernelFileError,
-                 UsageError, FileNotFoundError, StoreError)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except _INPUT_ERRORS as e:
+    except (TunegateError, FileNotFoundError) as e:
         print(f"tunegate: error: {e}", file=sys.stderr)
         if isinstance(e, PolicyError):
             print("hint: the policies.toml schema is in the README", file=sys.stderr)
-        return EXIT_USAGE
+        # Bad input is a ValueError (exit 2); a run that failed (TuneError) is a result (exit 1).
+        return EXIT_DETECTED if isinstance(e, RuntimeError) else EXIT_USAGE
     except KeyboardInterrupt:
         print("tunegate: interrupted", file=sys.stderr)
         return 130

@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from .errors import TunegateError
 
 __all__ = ["KernelFileError", "load_module", "resolve"]
 
 
-class KernelFileError(ValueError):
+class KernelFileError(ValueError, TunegateError):
     """The file cannot be imported, or has no object of that name."""
 
 

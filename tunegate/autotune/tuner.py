@@ -26,13 +26,14 @@ from .store import Store, TrialKey, open_store
 from .strategies import make_strategy
 from .task import Task
 from .worker import Reply, TaskRef, Worker, WorkerSetupError
+from ..errors import TunegateError
 
 __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"]
 
 Status = Literal["ok", "wrong", "error", "compile_error", "timeout", "crashed"]
 
 
-class TuneError(RuntimeError):
+class TuneError(RuntimeError, TunegateError):
     """Tuning cannot start or produced no correct config; the message says why."""
 
 

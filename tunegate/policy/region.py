@@ -19,6 +19,7 @@ from .env import Environment
 from .rules import Rule
 from .traits import KernelTraits
 from .verdict import Verdict, features_used, judge, match_rule, rule_state
+from ..errors import TunegateError
 
 __all__ = ["EmptyRegion", "Region", "Removal", "gate"]
 
@@ -26,7 +27,7 @@ _EXACT_LIMIT = 20_000
 _SAMPLES = 4_000
 
 
-class EmptyRegion(ValueError):
+class EmptyRegion(ValueError, TunegateError):
     """Every config of the space is excluded: names the rules that did it."""
 
 

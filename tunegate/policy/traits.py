@@ -12,6 +12,7 @@ import inspect
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
+from ..errors import TunegateError
 
 __all__ = ["TRAITS", "KernelTraits", "TraitError", "detect_traits"]
 
@@ -29,7 +30,7 @@ TRAITS: dict[str, str] = {
 }
 
 
-class TraitError(ValueError):
+class TraitError(ValueError, TunegateError):
     """The kernel's source cannot be found or parsed."""
 
 
