@@ -8,10 +8,13 @@ Kernels decorated before it are left alone; `wrap()` converts one of those.
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Any
+from typing import Any, Sequence
 
-__all__ = ["install", "installed", "uninstall", "wrap"]
+from .kernelfile import KernelFileError
+
+__all__ = ["install", "installed", "run_program", "uninstall", "wrap"]
 
 _SAVED: dict[tuple[str, str], Any] = {}
 _PLACES = (("triton.runtime.autotuner", "Autotuner"), ("triton.runtime", "Autotuner"),
@@ -73,3 +76,36 @@ def wrap(kernel: Any, **tunegate_options: Any) -> Any:
             raise DropInError(f"cannot rebuild {outer!r} around the new autotuner")
         new = Heuristics(new, outer.arg_names, outer.values)
     return new
+
+
+def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) -> int:
+    """Run a script (or, with `module`, `python -m` style a module) with `install()` active.
+
+    Without a GPU the program's kernels run under Triton's interpreter. Returns the
+    program's exit status. The script's folder goes first on `sys.path`, as
+    `python SCRIPT` does; tuning workers re-import the script, so its own work must sit under
+    `if __name__ == "__main__":`.
+    """
+    import runpy
+
+    from .autotune.backend import interpret_without_gpu
+
+    interpret_without_gpu()  # before the program decorates its kernels
+    install()
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [target, *args]
+    try:
+        if module:
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            if not os.path.isfile(target):
+                raise KernelFileError(f"{target}: no such file")
+            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
