@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import _render
-from .kernelfile import resolve
+from .kernelfile import resolve, unwrap
 from .policy import (Environment, KernelTraits, Policy, PolicyError, detect_environment,
                      detect_traits)
 from .policy.loader import load_file
@@ -51,16 +51,33 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
-    """Traits and, for a Task, the task itself, from `FILE:NAME`."""
+    """Traits and, for a Task or an autotuned kernel, its task, from `FILE:NAME`/`module:NAME`."""
     if reference is None:
         return None, None
     from .autotune.task import Task
 
     _, obj = resolve(reference, Task)
-    obj = getattr(obj, "task", obj)  # a function decorated with tunegate.autotune
+    obj = getattr(obj, "task", obj)  # a function decorated with tunegate's legacy decorator
     if isinstance(obj, Task):
         return detect_traits(obj.kernel), obj
-    return detect_traits(obj), None
+    configs = next((k.configs for k in _links(obj) if hasattr(k, "configs")), None)
+    kernel = unwrap(obj)
+    if configs:  # a triton.autotune'd kernel: its config list is the space
+        task = Task(name=kernel.__name__, kernel=kernel, configs=list(configs), grid=(1,),
+                    make_inputs=_no_inputs, outputs=())
+        return detect_traits(kernel), task
+    return detect_traits(kernel), None
+
+
+def _links(obj: Any) -> list[Any]:
+    out = [obj]
+    while hasattr(out[-1], "fn") and out[-1].fn is not out[-1]:
+        out.append(out[-1].fn)
+    return out
+
+
+def _no_inputs(seed: int) -> dict[str, Any]:
+    raise UsageError("this task was made from a kernel's config list and has no inputs")
 
 
 def _config(text: str, space: Space | None) -> tuple[Config, Space]:
