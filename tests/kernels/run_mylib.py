@@ -4,17 +4,15 @@ import sys
 
 import torch
 
-from tests.kernels.mylib import matmul, reduce
+from tests.kernels.mylib import matmul
 
 
 def main() -> None:
     torch.manual_seed(0)
     a, b = torch.randn(40, 24), torch.randn(24, 36)
     ok_mm = torch.allclose(matmul.matmul(a, b), a @ b, atol=1e-4)
-    x = torch.randn(3, 64)
-    ok_sum = torch.allclose(reduce.row_sum(x), x.sum(1), atol=1e-4)
     kernel = matmul.matmul_kernel
-    print(f"matmul={ok_mm} row_sum={ok_sum} tuner={type(kernel).__module__} "
+    print(f"matmul={ok_mm} tuner={type(kernel).__module__} "
           f"best_in_configs={kernel.best_config in kernel.configs} args={sys.argv[1:]}")
 
 

@@ -74,6 +74,7 @@ def stored_arguments(kernel: Any) -> tuple[str, ...]:
     signature order: the outputs whose old contents do not matter.
 
     An argument that is also loaded is updated in place: an input, not an output to poison.
+    Scalars used in a written address (strides) are returned too; keep the tensors.
     Follows local assignments (`row_ptr = Y + row * stride`); accesses made inside other jit
     functions the kernel calls are not seen, so pass `outputs=` for those.
     """
