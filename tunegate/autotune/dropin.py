@@ -74,7 +74,7 @@ def _validate(fn: Any, configs: Any, key: Any, prune_configs_by: Any, hooks: dic
         bad = [c for c in configs if not isinstance(c, triton.Config)]
         if isinstance(configs, (str, bytes)) or bad:
             raise DropInError(f"configs must be a list of triton.Config, got {bad[:1] or configs!r}")
-    if isinstance(key, str) or not all(isinstance(k, str) for k in key):
+    if key is None or isinstance(key, str) or not all(isinstance(k, str) for k in key):
         raise DropInError(f"key must be a list of argument names, got {key!r}")
     if prune_configs_by is not None:
         if not isinstance(prune_configs_by, Mapping):
@@ -373,12 +373,14 @@ class Autotuner(TritonAutotuner):
         tuner = Tuner(_task(self, call, pruned), ref, policy=policy, env=env,
                       budget=budget if isinstance(budget, Budget) else Budget(configs=budget),
                       **options)
-        result = tuner.run()
+        try:
+            result = tuner.run()
+        finally:  # say why each config lost, also when none is left
+            for trial in getattr(tuner, "trials", []):
+                if trial.status != "ok" and trial.reason is not None:
+                    log.warning("%s: rejected config %s: %s", self.base_fn.__name__,
+                                Config(values=trial.config).text(), trial.reason.line())
         self.last_result = result
-        for trial in result.trials:
-            if trial.status != "ok" and trial.reason is not None:
-                log.warning("%s: rejected config %s: %s", self.base_fn.__name__,
-                            Config(values=trial.config).text(), trial.reason.line())
         assert result.best is not None
         return listed.triton_config(Config(values=result.best))
 
