@@ -80,3 +80,36 @@ def test_tunegate_run_script_and_module():
     assert "installed=True argv=['a', 'b'] main=True" in done.stdout
     done = run_cli("run", "no_such_script.py")
     assert done.returncode == 2 and "no_such_script.py: no such file" in done.stderr
+
+
+def test_interpret_without_gpu_after_kernels_were_decorated(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        os.environ.pop("TRITON_INTERPRET", None)
+        import torch, triton, triton.language as tl
+
+        @triton.jit
+        def add_one(x, y, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y + o, tl.load(x + o, mask=o < n) + 1, mask=o < n)
+
+        import tunegate
+        print("interpreted", tunegate.interpret_without_gpu())
+        x, y = torch.randn(10), torch.empty(10)
+        add_one[(1,)](x, y, 10, B=16)
+        print("right", torch.allclose(y, x + 1))
+        """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+                          timeout=300)
+    if done.stdout.startswith("interpreted False"):
+        return  # a GPU is usable: nothing to switch
+    assert "interpreted True\nright True" in done.stdout, done.stderr[-2000:]
+
+
+def test_kernel_references_by_module_name_and_autotuned_objects():
+    done = run_cli("policy", "explain", "BLOCK=16, SPLIT=2, num_warps=4", "--kernel",
+                   "tests.kernels.mylib.reduce:row_sum_kernel", env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "row_sum_kernel" in done.stdout and "atomics" in done.stdout
