@@ -26,7 +26,7 @@ from triton.runtime.autotuner import Heuristics
 
 from ..errors import TunegateError
 from ..policy import Environment, Policy, detect_environment
-from ..space.space import Config, Space
+from ..space.space import Config
 from .inputs import RandomLike
 from .outputs import stored_arguments
 from .store import Store, open_store
