@@ -106,3 +106,15 @@ def test_task_takes_triton_configs():
                                              triton.Config({"BLOCK": 32}, num_warps=8)])
     assert [c.values["BLOCK"] for c in task.configs] == [16, 32]
     assert task.configs[1].values["num_warps"] == 8 and task.configs[0].values["maxnreg"] is None
+
+
+def test_config_pre_hook_and_pruning_are_kept():
+    from tests.kernels import dropin_hooks as mod
+
+    x = torch.randn(100)
+    out = torch.full((1,), 123.0)  # the configs' pre_hook zeroes it, in workers and here
+    mod.split_sum[(2,)](x, out, 100)
+    assert torch.allclose(out, x.sum().reshape(1), atol=1e-4)
+    assert mod.split_sum.best_config.kwargs["BLOCK"] in (16, 32)
+    trials = mod.split_sum.last_result.trials
+    assert len(trials) == 2 and all(t.status == "ok" for t in trials)
