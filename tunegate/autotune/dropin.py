@@ -390,11 +390,15 @@ class Autotuner(TritonAutotuner):
         if not callable(grid):
             return tuple(grid)
         meta = {**bound, **launch, **config.all_kwargs()}
-        for link in chain(self.fn):
-            if isinstance(link, Heuristics):
-                for name, heuristic in link.values.items():
-                    meta[name] = heuristic(meta)
-        return tuple(int(g) for g in grid(meta))
+        try:
+            for link in chain(self.fn):
+                if isinstance(link, Heuristics):
+                    for name, heuristic in link.values.items():
+                        meta[name] = heuristic(meta)
+            return tuple(int(g) for g in grid(meta))
+        except Exception as e:  # the user's grid or heuristic: name the config it failed on
+            raise TuneError(f"the launch grid of {self.base_fn.__name__} failed for config "
+                            f"{config}: {type(e).__name__}: {e}") from e
 
 
 def _traits(tuner: Autotuner) -> Any:
