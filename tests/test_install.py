@@ -80,6 +80,8 @@ def test_tunegate_run_script_and_module():
     assert "installed=True argv=['a', 'b'] main=True" in done.stdout
     done = run_cli("run", "no_such_script.py")
     assert done.returncode == 2 and "no_such_script.py: no such file" in done.stderr
+    done = run_cli("run", "-m", "no_such_pkg.mod")
+    assert done.returncode == 2 and "no_such_pkg.mod: no such module" in done.stderr
 
 
 def test_interpret_without_gpu_after_kernels_were_decorated(tmp_path):

@@ -90,6 +90,11 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
 
     from .autotune.backend import interpret_without_gpu
 
+    if not module and not os.path.isfile(target):
+        raise KernelFileError(f"{target}: no such file")
+    if module and not _module_exists(target):
+        raise KernelFileError(f"{target}: no such module (on sys.path: the current folder, "
+                              "$PYTHONPATH and installed packages)")
     interpret_without_gpu()  # before the program decorates its kernels
     install()
     saved_argv, saved_path = sys.argv[:], sys.path[:]
@@ -99,8 +104,6 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
             sys.path.insert(0, os.getcwd())
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            if not os.path.isfile(target):
-                raise KernelFileError(f"{target}: no such file")
             sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
             runpy.run_path(target, run_name="__main__")
     except SystemExit as e:
@@ -109,3 +112,15 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     return 0
+
+
+def _module_exists(name: str) -> bool:
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.pop(0)
