@@ -22,7 +22,7 @@ _PLACES = (("triton.runtime.autotuner", "Autotuner"), ("triton.runtime", "Autotu
 
 
 def install() -> None:
-    """Make every later `triton.autotune` / `triton.runtime.Autotuner(...)` tune through tunegate."""
+    """Make every later `triton.autotune` / `triton.runtime.Autotuner(...)` use tunegate."""
     import triton.runtime.autotuner  # noqa: F401  (the modules to patch must be loaded)
 
     from .autotune.dropin import Autotuner

@@ -63,9 +63,9 @@ def innermost(obj: Any) -> Any:
     return chain(obj)[-1]
 
 
-def _validate(fn: Any, configs: Any, key: Any, prune_configs_by: Any, hooks: dict[str, Any],
-              warmup: Any, rep: Any, use_cuda_graph: Any, do_bench: Any,
-              cache_results: Any) -> None:
+def _validate(fn: Any, arg_names: Sequence[str], configs: Any, key: Any, reset_to_zero: Any,
+              restore_value: Any, prune_configs_by: Any, hooks: dict[str, Any], warmup: Any,
+              rep: Any, use_cuda_graph: Any, cache_results: Any) -> None:
     """Check every option when decorating, so a mistake is not found at the first launch."""
     if not hasattr(fn, "arg_names") or not hasattr(fn, "run"):
         raise DropInError(f"autotune decorates a @triton.jit function (or a @triton.heuristics "
@@ -73,9 +73,17 @@ def _validate(fn: Any, configs: Any, key: Any, prune_configs_by: Any, hooks: dic
     if configs is not None:
         bad = [c for c in configs if not isinstance(c, triton.Config)]
         if isinstance(configs, (str, bytes)) or bad:
-            raise DropInError(f"configs must be a list of triton.Config, got {bad[:1] or configs!r}")
-    if key is None or isinstance(key, str) or not all(isinstance(k, str) for k in key):
-        raise DropInError(f"key must be a list of argument names, got {key!r}")
+            raise DropInError("configs must be a list of triton.Config, got "
+                              f"{bad[:1] or configs!r}")
+    for param, names in (("key", key), ("reset_to_zero", reset_to_zero or []),
+                         ("restore_value", restore_value or [])):
+        if names is None or isinstance(names, str) or not all(isinstance(k, str) for k in names):
+            raise DropInError(f"{param} must be a list of argument names, got {names!r}")
+        unknown = [n for n in names if n not in arg_names]
+        if unknown:
+            raise DropInError(f"{param} contains names that are not kernel arguments: "
+                              f"{', '.join(unknown)}. Valid argument names are: "
+                              f"{', '.join(arg_names)}.")
     if prune_configs_by is not None:
         if not isinstance(prune_configs_by, Mapping):
             raise DropInError(f"prune_configs_by must be a dict, got {prune_configs_by!r}")
@@ -198,7 +206,7 @@ def _no_inputs(seed: int, device: str = "cpu") -> Args:
 
 
 def _locate(tuner: TritonAutotuner) -> tuple[TaskRef | None, int, str]:
-    """Where a worker re-imports `tuner`: (module or file reference, depth in its chain, why not)."""
+    """Where a worker re-imports `tuner`: (reference, depth in its `.fn` chain, why not)."""
     base = innermost(tuner).fn
     module = sys.modules.get(base.__module__)
     if module is None:
@@ -257,9 +265,10 @@ class Autotuner(TritonAutotuner):
                  features: Mapping[str, str] | None = None,
                  tolerances: Mapping[str, tuple[float, float]] | None = None,
                  grid: Any = None, **options: Any) -> None:
-        _validate(fn, configs, key, prune_configs_by,
-                  {"pre_hook": pre_hook, "post_hook": post_hook, "do_bench": do_bench,
-                   "reference": reference}, warmup, rep, use_cuda_graph, do_bench, cache_results)
+        _validate(fn, arg_names or [], configs, key, reset_to_zero, restore_value,
+                  prune_configs_by, {"pre_hook": pre_hook, "post_hook": post_hook,
+                                     "do_bench": do_bench, "reference": reference},
+                  warmup, rep, use_cuda_graph, cache_results)
         unknown = sorted(set(options) - set(_TUNER_OPTIONS))
         if unknown:
             raise DropInError(f"autotune got unknown options {unknown}")
