@@ -1,4 +1,4 @@
-"""Fresh random inputs shaped like a real call's, for tuning a kernel on the call it is made with."""
+"""Fresh random inputs shaped like a real call's, for tuning a kernel on the call it serves."""
 
 from __future__ import annotations
 
