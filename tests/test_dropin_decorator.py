@@ -120,3 +120,18 @@ def test_config_pre_hook_and_pruning_are_kept():
     assert mod.split_sum.best_config.kwargs["BLOCK"] in (16, 32)
     trials = mod.split_sum.last_result.trials
     assert len(trials) == 2 and all(t.status == "ok" for t in trials)
+
+
+@pytest.mark.gpu
+def test_wrapped_library_matmul_on_the_gpu(monkeypatch):
+    from tests.kernels.mylib import matmul
+
+    kernel = tunegate.wrap(matmul.matmul_kernel)
+    monkeypatch.setattr(matmul, "matmul_kernel", kernel)
+    a = torch.randn(300, 200, device="cuda", dtype=torch.float16)
+    b = torch.randn(200, 100, device="cuda", dtype=torch.float16)
+    c = matmul.matmul(a, b)
+    assert torch.allclose(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+    assert kernel.best_config in matmul.matmul_kernel.configs or kernel.best_config in \
+        kernel.configs
+    assert kernel.last_result is not None and kernel.last_result.timing == "gpu"
