@@ -68,7 +68,7 @@ def test_bad_inputs_exit_2_without_traceback():
     for args in (["policy", "explain", "num_warps=3"],
                  ["policy", "explain", "num_warps=4", "--env", "trition=3.6"],
                  ["policy", "explain", "num_warps=4", "--env", "triton"],
-                 ["policy", "explain", "bogus_field=1"],
+                 ["policy", "explain", "num_warps=[[]"],
                  ["policy", "explain", "num_warps=4", "--kernel", "nope.py:k"]):
         r = run_cli(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)

@@ -9,21 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import TunegateError
+from .install import install, installed, uninstall, wrap
 from .policy import Environment, Policy, PolicyError, Verdict, detect_environment, detect_traits
 from .reasons import Reason
 from .space import Config, Parameter, Space, helion_space, parse_config_text
 
 __version__ = "0.1.0"
 
-# `tunegate.autotune` is the subpackage, so its decorator is re-exported as `autotuned`.
+# `tunegate.autotune` is the subpackage, so the drop-in decorator is re-exported as `autotuned`
+# (and `import tunegate.triton as triton` gives it as `triton.autotune`).
 _AUTOTUNE = {"Budget": "Budget", "Task": "Task", "TuneError": "TuneError",
              "TuneResult": "TuneResult", "Tuner": "Tuner", "autotuned": "autotune",
+             "Autotuner": "Autotuner",
              "tune": "tune", "interpret_without_gpu": "interpret_without_gpu"}
 
 __all__ = [
-    "Budget", "Config", "Environment", "Parameter", "Policy", "PolicyError", "Reason", "Space",
-    "Task", "TuneError", "TuneResult", "Tuner", "Verdict", "autotuned", "detect_environment",
-    "detect_traits", "helion_space", "interpret_without_gpu", "parse_config_text", "tune",
+    "Autotuner", "Budget", "Config", "Environment", "Parameter", "Policy", "PolicyError",
+    "Reason", "Space", "Task", "TuneError", "TuneResult", "Tuner", "TunegateError", "Verdict",
+    "autotuned", "detect_environment", "detect_traits", "helion_space", "install", "installed",
+    "interpret_without_gpu", "parse_config_text", "tune", "uninstall", "wrap",
 ]
 
 

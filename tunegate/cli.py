@@ -14,20 +14,20 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import _render
-from .autotune.store import StoreError
-from .kernelfile import KernelFileError, resolve
-from .policy import (Environment, InvalidEnvironment, KernelTraits, Policy, PolicyError,
-                     TraitError, detect_environment, detect_traits)
+from .kernelfile import resolve, unwrap
+from .policy import (Environment, KernelTraits, Policy, PolicyError, detect_environment,
+                     detect_traits)
 from .policy.loader import load_file
-from .space import Config, InvalidConfig, Space, helion_space, helion_space_for
+from .space import Config, Space, helion_space, helion_space_for
 from .space.helion import parse_config_text
+from .errors import TunegateError
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_DETECTED, EXIT_USAGE = 0, 1, 2
 
 
-class UsageError(ValueError):
+class UsageError(ValueError, TunegateError):
     """Bad command-line input that is not one of the library's own errors."""
 
 
@@ -52,16 +52,33 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
-    """Traits and, for a Task, the task itself, from `FILE:NAME`."""
+    """Traits and, for a Task or an autotuned kernel, its task, from `FILE:NAME`/`module:NAME`."""
     if reference is None:
         return None, None
     from .autotune.task import Task
 
     _, obj = resolve(reference, Task)
-    obj = getattr(obj, "task", obj)  # a function decorated with tunegate.autotune
+    obj = getattr(obj, "task", obj)  # a function decorated with tunegate's legacy decorator
     if isinstance(obj, Task):
         return detect_traits(obj.kernel), obj
-    return detect_traits(obj), None
+    configs = next((k.configs for k in _links(obj) if hasattr(k, "configs")), None)
+    kernel = unwrap(obj)
+    if configs:  # a triton.autotune'd kernel: its config list is the space
+        task = Task(name=kernel.__name__, kernel=kernel, configs=list(configs), grid=(1,),
+                    make_inputs=_no_inputs, outputs=())
+        return detect_traits(kernel), task
+    return detect_traits(kernel), None
+
+
+def _links(obj: Any) -> list[Any]:
+    out = [obj]
+    while hasattr(out[-1], "fn") and out[-1].fn is not out[-1]:
+        out.append(out[-1].fn)
+    return out
+
+
+def _no_inputs(seed: int) -> dict[str, Any]:
+    raise UsageError("this task was made from a kernel's config list and has no inputs")
 
 
 def _config(text: str, space: Space | None) -> tuple[Config, Space]:
@@ -274,22 +291,34 @@ def build_parser() -> argparse.ArgumentParser:
     from .autotune.cli import add_tune_parser
 
     add_tune_parser(verbs)
+    p = verbs.add_parser("run", help="run a program with every triton.autotune tuned by tunegate",
+                         usage="tunegate run [-m MODULE | SCRIPT] [ARGS ...]")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT and its arguments")
+    p.set_defaults(run=cmd_run)
     return parser
 
 
-_INPUT_ERRORS = (PolicyError, InvalidConfig, InvalidEnvironment, TraitError, KernelFileError,
-                 UsageError, FileNotFoundError, StoreError)
+def cmd_run(args: argparse.Namespace) -> int:
+    from .install import run_program
+
+    if args.module:
+        return run_program(args.module, args.program, module=True)
+    if not args.program:
+        raise UsageError("say which program: tunegate run SCRIPT [ARGS ...] or -m MODULE")
+    return run_program(args.program[0], args.program[1:])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except _INPUT_ERRORS as e:
+    except (TunegateError, FileNotFoundError) as e:
         print(f"tunegate: error: {e}", file=sys.stderr)
         if isinstance(e, PolicyError):
             print("hint: the policies.toml schema is in the README", file=sys.stderr)
-        return EXIT_USAGE
+        # Bad input is a ValueError (exit 2); a run that failed (TuneError) is a result (exit 1).
+        return EXIT_DETECTED if isinstance(e, RuntimeError) else EXIT_USAGE
     except KeyboardInterrupt:
         print("tunegate: interrupted", file=sys.stderr)
         return 130

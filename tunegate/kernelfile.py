@@ -1,21 +1,26 @@
-"""`FILE[:NAME]` references to kernels and tuning tasks in a user's Python file.
+"""`FILE[:NAME]` and `module:NAME` references to kernels and tuning tasks.
 
-Importing the file runs the user's own code (it defines their kernels); policies are never run.
+Importing the file or module runs the user's own code (it defines their kernels); policies are
+never run. A file's folder is put on `sys.path`, so its sibling imports work as under
+`python FILE`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from .errors import TunegateError
 
-__all__ = ["KernelFileError", "load_module", "resolve"]
+__all__ = ["KernelFileError", "import_reference", "load_module", "resolve", "unwrap"]
 
 
-class KernelFileError(ValueError):
+class KernelFileError(ValueError, TunegateError):
     """The file cannot be imported, or has no object of that name."""
 
 
@@ -27,6 +32,8 @@ def load_module(path: str | Path) -> ModuleType:
     name = "tunegate_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise KernelFileError(f"{path}: not a Python file")
@@ -40,16 +47,40 @@ def load_module(path: str | Path) -> ModuleType:
     return module
 
 
+def _is_module_name(text: str) -> bool:
+    return bool(text) and not text.endswith(".py") and all(
+        part.isidentifier() for part in text.split("."))
+
+
+def import_reference(target: str) -> ModuleType:
+    """The module a reference's left side names: a file path, or a dotted module name."""
+    if _is_module_name(target) and not Path(target).is_file():
+        try:
+            return importlib.import_module(target)
+        except ImportError as e:
+            raise KernelFileError(f"{target}: no such file, and importing it as a module "
+                                  f"failed: {e}") from e
+        except Exception as e:  # the user's module failed: report it, naming the module
+            raise KernelFileError(f"{target}: importing it raised {type(e).__name__}: {e}") \
+                from e
+    return load_module(target)
+
+
 def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tuple[Path, Any]:
-    """The file and the object `FILE:NAME` names; without NAME, the only `want` in the file."""
+    """The file and the object `FILE:NAME` or `module:NAME` names; without NAME, the only
+    `want` in the file. NAME may be dotted (`ops.matmul_kernel`)."""
     file, sep, name = reference.rpartition(":")
-    if not sep:
+    if not sep or (len(file) == 1 and file.isalpha()):  # `C:\\x.py` has no NAME
         file, name = reference, ""
-    module = load_module(file)
+    module = import_reference(file)
+    path = Path(getattr(module, "__file__", None) or file)
     if name:
-        if not hasattr(module, name):
-            raise KernelFileError(f"{file}: no object named {name!r}")
-        return Path(file), getattr(module, name)
+        obj: Any = module
+        for part in name.split("."):
+            if not hasattr(obj, part):
+                raise KernelFileError(f"{file}: no object named {name!r}")
+            obj = getattr(obj, part)
+        return path, obj
     if want is None:
         raise KernelFileError(f"{reference}: say which object, as FILE:NAME")
     found = {k: v for k, v in vars(module).items() if isinstance(v, want)}
@@ -58,4 +89,12 @@ def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tupl
             f"{file}: {'several' if found else 'no'} candidates"
             + (f" ({', '.join(found)}); say which, as FILE:NAME" if found else "")
         )
-    return Path(file), next(iter(found.values()))
+    return path, next(iter(found.values()))
+
+
+def unwrap(obj: Any) -> Any:
+    """The `@triton.jit` kernel under `triton.autotune`/`triton.heuristics` wrappers (`.fn`
+    chains); anything else unchanged."""
+    while hasattr(obj, "fn") and not inspect.isfunction(obj) and not inspect.isfunction(obj.fn):
+        obj = obj.fn
+    return obj

@@ -10,12 +10,15 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "api": ("Autotuned", "RandomLike", "autotune", "tune"),
+    "api": ("task_ref", "tune"),
+    "dropin": ("Autotuner", "CallSite", "DropInError", "autotune"),
+    "inputs": ("RandomLike",),
+    "outputs": ("stored_arguments",),
     "backend": ("interpret_without_gpu",),
     "check": ("DEFAULT_TOLERANCES", "Mismatch", "compare", "poison"),
     "store": ("Store", "default_store_path", "open_store"),
     "strategies": ("STRATEGIES", "Strategy"),
-    "task": ("Task", "kernel_hash", "space_from_triton_configs"),
+    "task": ("Task", "kernel_hash", "space_from_triton_configs", "triton_config_values"),
     "tuner": ("Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"),
     "stress": ("StressCheck",),
     "worker": ("TaskRef",),

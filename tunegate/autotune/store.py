@@ -22,6 +22,7 @@ from typing import Any, Iterator
 
 from ..reasons import Reason
 from ..space.space import Config
+from ..errors import TunegateError
 
 __all__ = ["Best", "Store", "StoreError", "TrialKey", "default_store_path", "open_store"]
 
@@ -103,7 +104,7 @@ class Best:
     timing: str | None
 
 
-class StoreError(ValueError):
+class StoreError(ValueError, TunegateError):
     """The store cannot be opened or is not a tunegate database."""
 
 

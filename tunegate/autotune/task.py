@@ -10,13 +10,14 @@ import ast
 import hashlib
 from typing import Any, Callable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..space.domains import Choice
 from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
 from .fingerprint import callable_text, digest, jit_dependencies, source_of
 
-__all__ = ["Task", "kernel_hash", "loaded_arguments", "space_from_triton_configs"]
+__all__ = ["Task", "kernel_hash", "loaded_arguments", "space_from_triton_configs",
+           "triton_config_values"]
 
 Args = dict[str, Any]
 
@@ -55,6 +56,18 @@ class Task(BaseModel):
     launch: Callable[[Args, Config], None] | None = None
     tolerances: dict[str, tuple[float, float]] = Field(default_factory=dict)
     key: Callable[[Args], str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _triton_configs(cls, data: Any) -> Any:
+        """`configs=[triton.Config(...), ...]` become points; without a `space`, they span it."""
+        configs = data.get("configs") if isinstance(data, dict) else None
+        if not configs or not any(_is_triton_config(c) for c in configs):
+            return data
+        if data.get("space") is None:
+            space, points = space_from_triton_configs(configs)
+            return {**data, "space": space, "configs": points}
+        return {**data, "configs": tuple(_point_in(data["space"], c) for c in configs)}
 
     def kernel_hash(self) -> str:
         return kernel_hash(self.kernel)
@@ -167,25 +180,62 @@ def loaded_arguments(kernel: Any) -> frozenset[str]:
     return frozenset(out)
 
 
+_TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+
+
+def _is_triton_config(obj: Any) -> bool:
+    return hasattr(obj, "kwargs") and hasattr(obj, "all_kwargs") and hasattr(obj, "num_warps")
+
+
+def triton_config_values(config: Any) -> dict[str, Any]:
+    """A `triton.Config`'s constexprs and launch options as one flat mapping of values.
+
+    A launch option the config leaves unset (`maxnreg=None`) stays None: Triton's default.
+    """
+    values = dict(config.kwargs)
+    for opt in LAUNCH_OPTIONS:
+        values[opt] = getattr(config, opt, None)
+    return values
+
+
+def _point_in(space: Space, config: Any) -> Any:
+    """A `triton.Config` as a point of `space`; a launch option the space lacks must be Triton's
+    default, or the config would silently lose it."""
+    if not _is_triton_config(config):
+        return config
+    values = dict(config.kwargs)
+    for opt, value in triton_config_values(config).items():
+        if opt in config.kwargs:
+            continue
+        if opt in space.parameters:
+            values[opt] = value
+        elif value != _TRITON_DEFAULTS.get(opt):
+            raise ValueError(f"{config} sets {opt}={value!r}, which the task's space has no "
+                             "parameter for")
+    return space.complete(values)
+
+
 def space_from_triton_configs(configs: Sequence[Any], features: Mapping[str, str] | None = None
                               ) -> tuple[Space, tuple[Config, ...]]:
     """A space spanning a list of `triton.Config`s, and the listed points in it.
 
-    `features` binds parameter names to features (e.g. {"INNER_STAGES": "range_num_stages"}).
+    `features` binds parameter names to features (e.g. {"INNER_STAGES": "range_num_stages"});
+    the launch `num_stages` is bound to the `num_stages` feature unless `features` says else.
+    A constexpr some configs leave out is None in those points (the kernel's default applies).
     """
-    points = []
-    for c in configs:
-        values = dict(getattr(c, "kwargs", {}))
-        for opt in LAUNCH_OPTIONS:
-            if getattr(c, opt, None) is not None:
-                values[opt] = getattr(c, opt)
-        points.append(values)
+    if not configs:
+        raise ValueError("the list of triton.Config is empty")
+    bad = [c for c in configs if not _is_triton_config(c)]
+    if bad:
+        raise ValueError(f"expected triton.Config objects, got {bad[0]!r}")
+    points = [triton_config_values(c) for c in configs]
     names = list(dict.fromkeys(n for p in points for n in p))
+    points = [{n: p.get(n) for n in names} for p in points]
     features = dict(features or {})
     features.setdefault("num_stages", "num_stages")
     params = {}
     for name in names:
-        seen = list(dict.fromkeys(p.get(name) for p in points))
+        seen = list(dict.fromkeys(p[name] for p in points))
         params[name] = Parameter(domain=Choice(choices=tuple(seen), default=seen[0]),
                                  features=(features[name],) if name in features else ())
     space = Space(parameters=params)

@@ -29,6 +29,7 @@ from .strategies import make_strategy
 from .stress import StressCheck
 from .task import Task
 from .worker import BaselineFailed, TaskRef, WorkerSetupError
+from ..errors import TunegateError
 
 __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"]
 
@@ -36,7 +37,7 @@ __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_conf
 _RECHECKED: set[tuple[str, str, str, str]] = set()
 
 
-class TuneError(RuntimeError):
+class TuneError(RuntimeError, TunegateError):
     """Tuning cannot start or produced no correct config; the message says why, and `result`
     holds what was measured until then (None if nothing could start)."""
 

@@ -35,11 +35,18 @@ class BaselineFailed(WorkerSetupError):
 
 @dataclass(frozen=True)
 class TaskRef:
-    """Where a worker finds the task: a Python file and an attribute name in it."""
+    """Where a worker finds the task: an attribute of a module, imported by name or by file.
+
+    `module` (a dotted name) is used when the kernel lives in an importable package, so its
+    relative imports work; else `file` is imported by path. `call` (a drop-in `CallSite`)
+    builds the task from the named autotuned kernel and one call's details.
+    """
 
     file: str
     name: str
     inputs: Any = None  # optional picklable callable(seed, device) replacing make_inputs
+    module: str | None = None
+    call: Any = None
 
 
 @dataclass
@@ -71,9 +78,14 @@ def _rejected_by_the_language(e: BaseException) -> bool:
 
 
 def _load(ref: TaskRef) -> Any:
+    import importlib
+
     from ..kernelfile import load_module
 
-    obj = getattr(load_module(ref.file), ref.name)
+    module = importlib.import_module(ref.module) if ref.module else load_module(ref.file)
+    obj = getattr(module, ref.name)
+    if ref.call is not None:
+        return ref.call.task(obj)
     return getattr(obj, "task", obj)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any, Union
+from ..errors import TunegateError
 
 _TOKEN = re.compile(
     r"""
@@ -33,7 +34,7 @@ _TOKEN = re.compile(
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "none"}
 
 
-class PredicateSyntaxError(ValueError):
+class PredicateSyntaxError(ValueError, TunegateError):
     """Bad predicate text; `pos` is the offset of the offending character."""
 
     def __init__(self, message: str, text: str, pos: int) -> None:

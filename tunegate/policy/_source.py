@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable
 
+from ..errors import TunegateError
+
 __all__ = ["FunctionSource", "SourceError", "from_object", "from_text"]
 
 _DEFAULT_MODULES = frozenset({"tl", "triton", "language"})
 
 
-class SourceError(ValueError):
+class SourceError(ValueError, TunegateError):
     """The kernel's source cannot be found or parsed."""
 
 

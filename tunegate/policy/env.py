@@ -17,6 +17,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .versions import InvalidGate, parse_version
+from ..errors import TunegateError
 
 __all__ = ["ENV_FACTS", "Environment", "InvalidEnvironment", "detect_environment"]
 
@@ -25,7 +26,7 @@ _VERSION_FACTS = ("triton", "torch", "python", "cuda", "capability")
 _TRITON_DISTS = ("triton", "pytorch-triton", "triton-rocm", "pytorch-triton-rocm")
 
 
-class InvalidEnvironment(ValueError):
+class InvalidEnvironment(ValueError, TunegateError):
     """An override that names no fact or gives a value the fact cannot take."""
 
 

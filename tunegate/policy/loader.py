@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .rules import Rule, RuleSource
+from ..errors import TunegateError
 
 __all__ = ["PolicyError", "Problem", "builtin_policy_path", "discover_layers", "load_file"]
 
@@ -46,7 +47,7 @@ class Problem:
         return f"{where}:{rule} {self.message}"
 
 
-class PolicyError(ValueError):
+class PolicyError(ValueError, TunegateError):
     """A policy that cannot be used; `problems` lists every one found."""
 
     def __init__(self, problems: list[Problem]) -> None:

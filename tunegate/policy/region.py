@@ -20,6 +20,7 @@ from .rules import Rule
 from .traits import KernelTraits
 from .binding import bind
 from .verdict import Verdict, judge, match_rule, rule_state
+from ..errors import TunegateError
 
 __all__ = ["EmptyRegion", "Region", "Removal", "gate"]
 
@@ -27,7 +28,7 @@ _EXACT_LIMIT = 20_000
 _SAMPLES = 4_000
 
 
-class EmptyRegion(ValueError):
+class EmptyRegion(ValueError, TunegateError):
     """Every config of the space is excluded: names the rules that did it."""
 
 

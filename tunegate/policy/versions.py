@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+from ..errors import TunegateError
 
 __all__ = ["InvalidGate", "VersionGate", "parse_version"]
 
 
-class InvalidGate(ValueError):
+class InvalidGate(ValueError, TunegateError):
     """A specifier set or version that cannot be read."""
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
+from ..errors import TunegateError
 
 __all__ = ["FEATURES", "FEATURES_VERSION", "Feature", "UnknownFeature", "feature", "uses"]
 
 FEATURES_VERSION = 2
 
 
-class UnknownFeature(ValueError):
+class UnknownFeature(ValueError, TunegateError):
     """A feature name that is not in `FEATURES`."""
 
 

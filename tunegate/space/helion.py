@@ -10,12 +10,21 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from typing import Any, Mapping
+
+from pydantic import ValidationError
 
 from .domains import Boolean, Choice, IntRange, Permutation, PerLoop, PowerOfTwo
 from .space import InvalidConfig, Parameter, Space
 
-__all__ = ["HELION_FIELDS", "helion_space", "helion_space_for", "parse_config_text"]
+__all__ = ["HELION_FIELDS", "UnknownHelionField", "helion_space", "helion_space_for",
+           "parse_config_text"]
+
+
+class UnknownHelionField(UserWarning):
+    """A config field tunegate does not know: kept as given, with no features, and shown."""
+
 
 _POW2_OR_NONE = (None,) + tuple(2**i for i in range(4, 13))
 _TRISTATE = (None, False, True)
@@ -46,7 +55,17 @@ _SCHEMA: dict[str, tuple[str | None, Any, tuple[str, ...]]] = {
         ("tensor_descriptor", "block_ptr"),
     ),
     "maxnreg": (None, Choice(choices=(None, 32, 64, 128, 256)), ("maxnreg",)),
+    # Fields of newer or older Helion releases; AMD-only knobs are plain parameters.
+    "flatten_loops": ("flatten", Boolean(), ()),
+    "num_sm_multiplier": (None, PowerOfTwo(low=1, high=128, default=1), ("persistent",)),
+    "matrix_instr_nonkdim": (None, Choice(choices=(0, 4, 16, 32)), ()),
+    "waves_per_eu": (None, IntRange(low=0, high=16, default=0), ()),
+    "advanced_controls_file": (None, None, ()),  # a path: any string, or None
 }
+
+# Fields that only some Helion releases or backends have: in a space only when a config names them.
+_OPTIONAL = frozenset({"flatten_loops", "num_sm_multiplier", "matrix_instr_nonkdim",
+                       "waves_per_eu", "advanced_controls_file"})
 
 HELION_FIELDS: tuple[str, ...] = tuple(_SCHEMA)
 """Every Helion config field tunegate knows, in Helion's order."""
@@ -61,6 +80,8 @@ def helion_space(
                  loads=loads, orders=orders)
     params = {}
     for name, (group, element, features) in _SCHEMA.items():
+        if name in _OPTIONAL:
+            continue
         if name == "loop_orders":
             element = Permutation(n=order_dims)
         domain = element if group is None else PerLoop(element=element, loops=sizes[group])
@@ -69,26 +90,57 @@ def helion_space(
 
 
 def helion_space_for(values: Mapping[str, Any]) -> Space:
-    """The smallest Helion space the given values fit: list lengths are read off the config."""
-    unknown = [k for k in values if k not in _SCHEMA]
-    if unknown:
-        raise InvalidConfig(
-            f"unknown Helion config field {unknown[0]!r} (known: {', '.join(HELION_FIELDS)})"
-        )
-    sizes: dict[str, int] = {}
-    for name, value in values.items():
-        group = _SCHEMA[name][0]
-        if group is not None:
-            if not isinstance(value, (list, tuple)):
-                raise InvalidConfig(f"parameter {name!r}: expected a list, got {value!r}")
-            sizes[group] = max(sizes.get(group, 0), len(value))
-    orders = values.get("loop_orders") or [[0, 1]]
-    first = orders[0] if isinstance(orders[0], (list, tuple)) else [0, 1]
-    return helion_space(
-        blocks=sizes.get("blocks", 1), loops=sizes.get("loops", 0),
-        reductions=sizes.get("reductions", 0), groupings=sizes.get("groupings", 0),
-        loads=sizes.get("loads", 0), orders=sizes.get("orders", 0), order_dims=len(first),
-    )
+    """The smallest Helion space the given values fit: each list's length is read off the config.
+
+    Lists of one group may differ in length (Helion drops trailing entries it does not need),
+    `indexing` may be one value or one per load, and an unknown field is kept as given, with no
+    features, after an `UnknownHelionField` warning.
+    """
+    try:
+        return Space(parameters={name: _parameter_for(name, value)
+                                 for name, value in values.items()})
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise InvalidConfig(f"invalid Helion config: {first['msg']}") from None
+
+
+def _parameter_for(name: str, value: Any) -> Parameter:
+    if name not in _SCHEMA:
+        warnings.warn(f"unknown Helion config field {name!r} = {value!r}: kept as given; no rule "
+                      f"can see it (known: {', '.join(HELION_FIELDS)})", UnknownHelionField,
+                      stacklevel=3)
+        return Parameter(domain=_as_given(name, value))
+    group, element, features = _SCHEMA[name]
+    if name == "indexing" and isinstance(value, (list, tuple)):
+        group = "loads"
+    if name == "advanced_controls_file":
+        element = Choice(choices=(None,) if value is None else (None, _scalar(name, value)))
+    if group is None:
+        return Parameter(domain=element, features=features)
+    if not isinstance(value, (list, tuple)):
+        raise InvalidConfig(f"parameter {name!r}: expected a list, got {value!r}")
+    if name == "loop_orders":
+        dims = {len(v) if isinstance(v, (list, tuple)) else -1 for v in value} or {2}
+        if len(dims) != 1 or min(dims) < 1:
+            raise InvalidConfig(f"parameter 'loop_orders': each entry must be a non-empty list of "
+                                f"loop indices, all of one length, got {value!r}")
+        element = Permutation(n=dims.pop())
+    return Parameter(domain=PerLoop(element=element, loops=len(value)), features=features)
+
+
+def _scalar(name: str, value: Any) -> Any:
+    if value is not None and not isinstance(value, (bool, int, float, str)):
+        raise InvalidConfig(f"parameter {name!r}: expected a number, string or None, got "
+                            f"{value!r}")
+    return value
+
+
+def _as_given(name: str, value: Any) -> Any:
+    """A domain holding just `value` (or a list of such values)."""
+    if isinstance(value, (list, tuple)):
+        items = list(dict.fromkeys(_scalar(name, v) for v in value)) or [None]
+        return PerLoop(element=Choice(choices=tuple(items), default=items[0]), loops=len(value))
+    return Choice(choices=(_scalar(name, value),), default=value)
 
 
 def _literal(node: ast.expr, source: str) -> Any:
@@ -97,7 +149,11 @@ def _literal(node: ast.expr, source: str) -> Any:
         return node.id
     try:
         return ast.literal_eval(node)
-    except ValueError:
+    except (RecursionError, MemoryError):
+        raise InvalidConfig("a config value is nested too deeply to read") from None
+    except ValueError as e:
+        if "digits" in str(e):  # int() refuses very long literals
+            raise InvalidConfig(f"a config value is too long: {e}") from None
         snippet = ast.get_source_segment(source, node) or ast.dump(node)
         raise InvalidConfig(f"not a literal value: {snippet!r}") from None
 
@@ -111,6 +167,8 @@ def _parse_call_text(text: str) -> dict[str, Any]:
     source = f"Config({stripped})" if wrapped else stripped
     try:
         tree = ast.parse(source, mode="eval")
+    except (RecursionError, MemoryError, ValueError):
+        raise InvalidConfig("config text is nested too deeply to read") from None
     except SyntaxError as e:
         col = max((e.offset or 1) - (len("Config(") if wrapped else 0), 1)
         raise InvalidConfig(
@@ -137,6 +195,8 @@ def parse_config_text(text: str) -> dict[str, Any]:
         except json.JSONDecodeError as e:
             raise InvalidConfig(f"invalid JSON config at line {e.lineno}, column {e.colno}: "
                                 f"{e.msg}") from None
+        except (ValueError, RecursionError, MemoryError) as e:  # huge integers, deep nesting
+            raise InvalidConfig(f"invalid JSON config: {str(e) or type(e).__name__}") from None
         if not isinstance(values, dict):
             raise InvalidConfig("a JSON config must be an object")
         return values

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from .domains import Domain
 from .features import feature
+from ..errors import TunegateError
 
 __all__ = ["LAUNCH_OPTIONS", "Config", "InvalidConfig", "Parameter", "Space"]
 
@@ -19,7 +20,7 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 """Parameters passed to a Triton launch rather than to the kernel as constexprs."""
 
 
-class InvalidConfig(ValueError):
+class InvalidConfig(ValueError, TunegateError):
     """A config that is not a point of its space: names the parameter, value and domain."""
 
 

@@ -1,0 +1,136 @@
+"""The drop-in `triton.autotune`: the one-line import change, Triton's key, validation, gating."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import tunegate
+from tunegate.autotune.dropin import Autotuner, DropInError
+from tunegate.autotune.outputs import stored_arguments
+
+
+@triton.jit
+def _copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_import_line_change_tunes_checks_and_keys_on_dtype(write_policy, monkeypatch, caplog):
+    policy = write_policy("""
+        schema = 1
+        [[rule]]
+        id = "deep-pipelines"
+        title = "Deep kernel-wide pipelines are not allowed in this project"
+        action = "disable"
+        features = ["num_stages"]
+        match = "num_stages > 3"
+        reason = "A test rule that removes one of the three configs."
+        """, name="extra.toml")
+    monkeypatch.setenv("TUNEGATE_POLICY", str(policy))
+    from tests.kernels import dropin_softmax as mod
+
+    caplog.set_level(logging.WARNING, logger="tunegate")
+    x = torch.randn(5, 20)
+    assert torch.allclose(mod.softmax(x), torch.softmax(x, dim=1), atol=1e-6)
+    kernel = mod.softmax_kernel
+    assert isinstance(kernel, Autotuner) and isinstance(kernel, triton.runtime.Autotuner)
+    assert isinstance(kernel.best_config, triton.Config)
+    assert kernel.best_config in kernel.configs and kernel.best_config.num_stages == 3
+    dropped = [r.getMessage() for r in caplog.records if "dropped config" in r.getMessage()]
+    assert len(dropped) == 1 and "deep-pipelines" in dropped[0] and "num_stages: 4" in dropped[0]
+    assert kernel.last_result is not None and kernel.last_result.best is not None
+    # Triton's key: the key arguments' values, then every tensor argument's dtype.
+    assert list(kernel.cache) == [(20, "torch.float32", "torch.float32")]
+    xh = torch.randn(5, 20, dtype=torch.float16)
+    assert torch.allclose(mod.softmax(xh).float(), torch.softmax(xh.float(), dim=1), atol=2e-3)
+    assert (20, "torch.float16", "torch.float16") in kernel.cache
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"configs": [{"BLOCK": 16}], "key": ["n"]}, "list of triton.Config"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": "n"}, "list of argument names"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["size"]}, "not kernel arguments"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "reset_to_zero": ["out"]},
+     "reset_to_zero contains names that are not kernel arguments: out"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "prune_configs_by": {"top": 2}},
+     "unknown keys"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "pre_hook": 3}, "callable"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "rep": -1}, "positive"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "cache_results": "yes"},
+     "True or False"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "budget_configs": 4},
+     "unknown options"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "outputs": ["z_ptr"]},
+     "not an argument"),
+])
+def test_options_are_checked_when_decorating(options, message):
+    with pytest.raises(ValueError, match=message) as info:
+        tunegate.autotuned(**options)(_copy)
+    assert isinstance(info.value, tunegate.TunegateError)
+
+
+def test_call_site_meta_parameter_conflict_is_triton_s_error():
+    kernel = tunegate.autotuned(configs=[triton.Config({"BLOCK": 16}),
+                                         triton.Config({"BLOCK": 32})], key=["n"])(_copy)
+    x = torch.randn(8)
+    with pytest.raises(DropInError, match="Conflicting meta-parameters: BLOCK"):
+        kernel[(1,)](x, torch.empty(8), 8, BLOCK=16)
+
+
+def test_single_config_runs_without_tuning_and_call_site_launch_options_merge():
+    kernel = tunegate.autotuned(configs=[triton.Config({"BLOCK": 16}, num_warps=2)],
+                                key=["n"])(_copy)
+    x, y = torch.randn(20), torch.empty(20)
+    kernel[(2,)](x, y, 20, num_ctas=1, num_warps=8)  # the config's num_warps wins, as Triton's
+    assert torch.equal(x, y) and kernel.best_config is kernel.configs[0]
+
+
+def test_outputs_are_the_arguments_only_written():
+    from tests.kernels.mylib import layernorm, matmul, reduce
+
+    # Scalars in an address (strides) are candidates too; the decorator keeps tensors only.
+    assert stored_arguments(matmul.matmul_kernel) == ("c_ptr", "stride_cm", "stride_cn")
+    assert stored_arguments(layernorm.layer_norm_fwd) == ("Y", "Mean", "Rstd")
+    assert stored_arguments(reduce.row_sum_kernel) == ("out_ptr",)
+    assert stored_arguments(reduce.scale_in_place_kernel) == ()  # in place: an input
+
+
+def test_task_takes_triton_configs():
+    from tunegate.autotune import Task
+
+    task = Task(name="copy", kernel=_copy, grid=(1,), make_inputs=lambda seed: {},
+                outputs=("y_ptr",), configs=[triton.Config({"BLOCK": 16}),
+                                             triton.Config({"BLOCK": 32}, num_warps=8)])
+    assert [c.values["BLOCK"] for c in task.configs] == [16, 32]
+    assert task.configs[1].values["num_warps"] == 8 and task.configs[0].values["maxnreg"] is None
+
+
+def test_config_pre_hook_and_pruning_are_kept():
+    from tests.kernels import dropin_hooks as mod
+
+    x = torch.randn(100)
+    out = torch.full((1,), 123.0)  # the configs' pre_hook zeroes it, in workers and here
+    mod.split_sum[(2,)](x, out, 100)
+    assert torch.allclose(out, x.sum().reshape(1), atol=1e-4)
+    assert mod.split_sum.best_config.kwargs["BLOCK"] in (16, 32)
+    trials = mod.split_sum.last_result.trials
+    assert len(trials) == 2 and all(t.status == "ok" for t in trials)
+
+
+@pytest.mark.gpu
+def test_wrapped_library_matmul_on_the_gpu(monkeypatch):
+    from tests.kernels.mylib import matmul
+
+    kernel = tunegate.wrap(matmul.matmul_kernel)
+    monkeypatch.setattr(matmul, "matmul_kernel", kernel)
+    a = torch.randn(300, 200, device="cuda", dtype=torch.float16)
+    b = torch.randn(200, 100, device="cuda", dtype=torch.float16)
+    c = matmul.matmul(a, b)
+    assert torch.allclose(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+    assert kernel.best_config in kernel.configs
+    assert kernel.last_result is not None and kernel.last_result.timing == "gpu"

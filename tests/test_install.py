@@ -1,0 +1,117 @@
+"""No edits at all: `tunegate.install()`, `tunegate.wrap()` and `tunegate run` on an unmodified
+kernel library written with stock `triton.autotune` (tests/kernels/mylib)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import torch
+import triton
+
+import tunegate
+from tests.conftest import ROOT, run_cli
+
+SCRIPT = textwrap.dedent("""
+    import torch, triton
+    import tunegate
+
+    def main():
+        tunegate.install()
+        from tests.kernels.mylib import layernorm, reduce  # decorated after install()
+        torch.manual_seed(0)
+        x, w, b = torch.randn(4, 20), torch.randn(20), torch.randn(20)
+        want = torch.nn.functional.layer_norm(x, (20,), w, b)
+        print("layernorm", torch.allclose(layernorm.layer_norm(x, w, b), want, atol=1e-5),
+              isinstance(layernorm.layer_norm_fwd.best_config, triton.Config))
+        x = torch.randn(3, 64)
+        print("row_sum", torch.allclose(reduce.row_sum(x), x.sum(1), atol=1e-4),
+              reduce.row_sum_kernel.best_config in reduce.row_sum_kernel.configs)
+        y = torch.randn(50)
+        print("scale", torch.equal(reduce.scale_in_place(y.clone(), True), 2 * y),
+              reduce.scale_in_place_kernel.fn.best_config is not None)
+        tunegate.uninstall()
+        print("restored", triton.runtime.autotuner.Autotuner.__module__)
+
+    if __name__ == "__main__":
+        main()
+    """)
+
+
+def test_install_routes_every_later_autotune_through_tunegate(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.split("\n")
+    assert "layernorm True True" in lines  # call-site num_ctas=1 merged, not fatal
+    assert "row_sum True True" in lines  # reset_to_zero + inner @triton.heuristics
+    assert "scale True True" in lines  # restore_value + outer @triton.heuristics
+    assert "restored triton.runtime.autotuner" in lines
+
+
+def test_wrap_an_autotuned_kernel_from_an_imported_library():
+    from tests.kernels.mylib import softmax  # stock triton.autotune (not installed here)
+
+    assert type(softmax.softmax_kernel) is triton.runtime.autotuner.Autotuner or \
+        tunegate.installed()
+    kernel = tunegate.wrap(softmax.softmax_kernel)
+    assert kernel.configs is softmax.softmax_kernel.configs
+    x = torch.randn(4, 12)
+    y = torch.empty_like(x)
+    kernel[(4,)](y, x, x.stride(0), y.stride(0), 4, 12, BLOCK_SIZE=16)
+    assert torch.allclose(y, torch.softmax(x, dim=1), atol=1e-6)
+    assert kernel.best_config in softmax.softmax_kernel.configs
+    assert kernel.last_result is not None and len(kernel.last_result.trials) == 2
+
+
+def test_tunegate_run_script_and_module():
+    done = run_cli("run", "tests/kernels/run_mylib.py", "--flag",
+                   env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ("matmul=True tuner=tunegate.autotune.dropin best_in_configs=True "
+            "args=['--flag']") in done.stdout
+    done = run_cli("run", "-m", "tests.kernels.installed_probe", "a", "b",
+                   env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 3, done.stderr[-3000:]  # the module's own exit status
+    assert "installed=True argv=['a', 'b'] main=True" in done.stdout
+    done = run_cli("run", "no_such_script.py")
+    assert done.returncode == 2 and "no_such_script.py: no such file" in done.stderr
+    done = run_cli("run", "-m", "no_such_pkg.mod")
+    assert done.returncode == 2 and "no_such_pkg.mod: no such module" in done.stderr
+
+
+def test_interpret_without_gpu_after_kernels_were_decorated(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        os.environ.pop("TRITON_INTERPRET", None)
+        import torch, triton, triton.language as tl
+
+        @triton.jit
+        def add_one(x, y, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y + o, tl.load(x + o, mask=o < n) + 1, mask=o < n)
+
+        import tunegate
+        print("interpreted", tunegate.interpret_without_gpu())
+        x, y = torch.randn(10), torch.empty(10)
+        add_one[(1,)](x, y, 10, B=16)
+        print("right", torch.allclose(y, x + 1))
+        """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+                          timeout=300)
+    if done.stdout.startswith("interpreted False"):
+        return  # a GPU is usable: nothing to switch
+    assert "interpreted True\nright True" in done.stdout, done.stderr[-2000:]
+
+
+def test_kernel_references_by_module_name_and_autotuned_objects():
+    done = run_cli("policy", "explain", "BLOCK=16, SPLIT=2, num_warps=4", "--kernel",
+                   "tests.kernels.mylib.reduce:row_sum_kernel", env={"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "row_sum_kernel" in done.stdout and "atomics" in done.stdout

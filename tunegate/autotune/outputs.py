@@ -1,0 +1,115 @@
+"""Which kernel arguments a `@triton.jit` function writes, read from its source with `ast`.
+
+The drop-in decorator needs the outputs (to poison them before each checked run) without the
+user naming them: an argument is an output when a store or atomic reaches memory through it.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Any
+
+from ..policy.traits import TraitError
+
+__all__ = ["stored_arguments"]
+
+_WRITES = ("store", "atomic_")
+# Calls that make a pointer (or descriptor) from their first argument or `base=`.
+_POINTER_MAKERS = ("make_tensor_descriptor", "make_block_ptr", "advance", "multiple_of",
+                   "max_contiguous", "cast", "to")
+_MODULES = ("tl", "triton", "language")
+
+
+def _is_write(name: str) -> bool:
+    return name == "store" or name.startswith("atomic_")
+
+
+def _is_read(name: str) -> bool:
+    return name == "load"
+
+
+def _roots(node: ast.AST | None) -> set[str]:
+    """Names a pointer expression is built from: `y` in `y + row * stride` (and `row`, `stride`)."""
+    if node is None:
+        return set()
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.BinOp):
+        return _roots(node.left) | _roots(node.right)
+    if isinstance(node, (ast.Subscript, ast.Attribute)):
+        return _roots(node.value)
+    if isinstance(node, ast.IfExp):
+        return _roots(node.body) | _roots(node.orelse)
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name not in _POINTER_MAKERS:
+            return set()  # a tl.load(...) inside an address is data, not the written pointer
+        if isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name)
+                                                 and f.value.id in _MODULES):
+            return _roots(f.value)  # ptr.to(...), desc.advance(...)
+        first = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("base", "pointer", "ptr")), None)
+        return _roots(first)
+    return set()
+
+
+def _accessed_roots(call: ast.Call, kind: Any) -> set[str]:
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    if not kind(name):
+        return set()
+    if isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name)
+                                             and f.value.id in _MODULES):
+        return _roots(f.value)  # desc.store(offsets, value)
+    first = call.args[0] if call.args else next(
+        (k.value for k in call.keywords if k.arg in ("pointer", "ptr")), None)
+    return _roots(first)
+
+
+def stored_arguments(kernel: Any) -> tuple[str, ...]:
+    """Parameters of `kernel` that a store or atomic writes through and no load reads, in
+    signature order: the outputs whose old contents do not matter.
+
+    An argument that is also loaded is updated in place: an input, not an output to poison.
+    Scalars used in a written address (strides) are returned too; keep the tensors.
+    Follows local assignments (`row_ptr = Y + row * stride`); accesses made inside other jit
+    functions the kernel calls are not seen, so pass `outputs=` for those.
+    """
+    fn = kernel
+    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
+        fn = fn.fn
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError) as e:
+        raise TraitError(f"cannot read the source of {kernel!r}: {e}") from None
+    func = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    params = [a.arg for a in func.args.args
+              if a.annotation is None or "constexpr" not in ast.dump(a.annotation)]
+    assigned: dict[str, set[str]] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name):
+                        assigned.setdefault(t.id, set()).update(_roots(node.value))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, set()).update(_roots(node.value))
+    calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
+    written = _reach(set().union(*(_accessed_roots(c, _is_write) for c in calls)), assigned)
+    read = _reach(set().union(*(_accessed_roots(c, _is_read) for c in calls)), assigned)
+    return tuple(p for p in params if p in written and p not in read)
+
+
+def _reach(names: set[str], assigned: dict[str, set[str]]) -> set[str]:
+    """`names` and every name they were assigned from, transitively."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(assigned.get(name, ()))
+    return seen

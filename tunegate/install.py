@@ -1,0 +1,126 @@
+"""Route every `triton.autotune` of a program through tunegate, without editing the program.
+
+`install()` swaps Triton's `Autotuner` class for tunegate's subclass in the places Triton binds
+it. `triton.autotune` looks the class up when it decorates, so every kernel decorated after
+`install()` (also through `from triton import autotune`) is gated and checked by tunegate.
+Kernels decorated before it are left alone; `wrap()` converts one of those.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Sequence
+
+from .kernelfile import KernelFileError
+
+__all__ = ["install", "installed", "run_program", "uninstall", "wrap"]
+
+_SAVED: dict[tuple[str, str], Any] = {}
+_PLACES = (("triton.runtime.autotuner", "Autotuner"), ("triton.runtime", "Autotuner"),
+           ("triton", "Autotuner"))
+
+
+def install() -> None:
+    """Make every later `triton.autotune` / `triton.runtime.Autotuner(...)` use tunegate."""
+    import triton.runtime.autotuner  # noqa: F401  (the modules to patch must be loaded)
+
+    from .autotune.dropin import Autotuner
+
+    for module_name, attr in _PLACES:
+        module = sys.modules[module_name]
+        if hasattr(module, attr) and (module_name, attr) not in _SAVED:
+            _SAVED[(module_name, attr)] = getattr(module, attr)
+            setattr(module, attr, Autotuner)
+
+
+def uninstall() -> None:
+    """Put Triton's own `Autotuner` back; kernels already decorated keep tunegate's."""
+    for (module_name, attr), original in _SAVED.items():
+        setattr(sys.modules[module_name], attr, original)
+    _SAVED.clear()
+
+
+def installed() -> bool:
+    return bool(_SAVED)
+
+
+def wrap(kernel: Any, **tunegate_options: Any) -> Any:
+    """tunegate's `Autotuner` with the configs, key, hooks and pruning of Triton's `kernel`.
+
+    `kernel` is a `triton.autotune`d kernel (an `Autotuner`, maybe under `@triton.heuristics`),
+    e.g. one imported from an installed library. The outermost Autotuner in its `.fn` chain is
+    replaced; heuristics around or inside it are kept.
+    """
+    from triton.runtime.autotuner import Heuristics
+
+    from .autotune.dropin import Autotuner, DropInError, chain
+
+    links = chain(kernel)
+    index = next((i for i, k in enumerate(links) if hasattr(k, "configs") and hasattr(k, "keys")),
+                 None)
+    if index is None:
+        raise DropInError(f"{kernel!r} has no triton.autotune in its .fn chain")
+    old = links[index]
+    prune = {"perf_model": old.perf_model, "top_k": old.configs_top_k,
+             "early_config_prune": old.early_config_prune}
+    new = Autotuner(old.fn, old.arg_names, old.configs, old.keys, old.reset_to_zero,
+                    old.restore_value,
+                    pre_hook=old.pre_hook if old.user_defined_pre_hook else None,
+                    post_hook=old.post_hook if old.user_defined_post_hook else None,
+                    prune_configs_by=prune, do_bench=old._do_bench,
+                    cache_results=bool(getattr(old, "cache_results", False)), **tunegate_options)
+    new.origin = old
+    for outer in reversed(links[:index]):
+        if not isinstance(outer, Heuristics):
+            raise DropInError(f"cannot rebuild {outer!r} around the new autotuner")
+        new = Heuristics(new, outer.arg_names, outer.values)
+    return new
+
+
+def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) -> int:
+    """Run a script (or, with `module`, `python -m` style a module) with `install()` active.
+
+    Without a GPU the program's kernels run under Triton's interpreter. Returns the
+    program's exit status. The script's folder goes first on `sys.path`, as
+    `python SCRIPT` does; tuning workers re-import the script, so its own work must sit under
+    `if __name__ == "__main__":`.
+    """
+    import runpy
+
+    from .autotune.backend import interpret_without_gpu
+
+    if not module and not os.path.isfile(target):
+        raise KernelFileError(f"{target}: no such file")
+    if module and not _module_exists(target):
+        raise KernelFileError(f"{target}: no such module (on sys.path: the current folder, "
+                              "$PYTHONPATH and installed packages)")
+    interpret_without_gpu()  # before the program decorates its kernels
+    install()
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [target, *args]
+    try:
+        if module:
+            sys.path.insert(0, os.getcwd())
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as e:
+        code = e.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
+
+
+def _module_exists(name: str) -> bool:
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.pop(0)
