@@ -148,9 +148,12 @@ def test_tune_cli_summary_and_explain_history(tmp_path):
     assert "split-k-atomics" in explain.stdout and "rtol 0.0001" in explain.stdout
     assert "Recorded history" in explain.stdout and "wrong output" in explain.stdout
     assert "first_index: [0, 0]" in explain.stdout
-    best = run_cli("policy", "explain", "BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, SPLIT_K=1, "
-                   "num_warps=4", "--kernel", "examples/splitk.py:TASK", "--store", store)
-    assert "rank 1 of 8" in best.stdout
+    # which unsplit config is fastest is up to interpreter timing noise: explain the winner
+    winner = next(line for line in result.stdout.splitlines() if line.startswith("best config"))
+    winner = winner.removeprefix("best config").strip()
+    best = run_cli("policy", "explain", winner, "--kernel", "examples/splitk.py:TASK",
+                   "--store", store)
+    assert "rank 1 of 8" in best.stdout, best.stdout
 
 
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
