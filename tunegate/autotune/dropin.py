@@ -26,6 +26,7 @@ from triton.runtime.autotuner import Heuristics
 
 from ..errors import TunegateError
 from ..policy import Environment, Policy, detect_environment
+from ..policy.binding import bind
 from ..space.space import Config
 from .inputs import RandomLike
 from .outputs import stored_arguments
@@ -364,7 +365,7 @@ class Autotuner(TritonAutotuner):
         bound = {**self.nargs, **{k: v for k, v in call_kwargs.items() if k not in launch}}
         entries = tuple(next((i for i, c in enumerate(self.configs) if c is p), p)
                         for p in pruned)
-        candidates = [*listed.points, baseline_config(listed.space)]
+        candidates = [*listed.points, baseline_config(listed.space, bind(listed.space, _traits(self)))]
         grids = {p.key(): self._grid(kwargs["grid"], bound, launch, listed.triton_config(p))
                  for p in candidates}
         outputs = self.outputs if self.outputs is not None else tuple(

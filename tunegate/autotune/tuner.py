@@ -17,6 +17,8 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..policy import Environment, Policy, Region, detect_environment, detect_traits
+from ..policy.binding import Binding, Driver, bind
+from ..policy.predicate import MISSING
 from ..policy.verdict import match_rule
 from ..space.domains import PerLoop
 from ..space.features import uses
@@ -81,16 +83,31 @@ class TuneResult(BaseModel):
         return sum(1 for t in self.trials if t.status == status)
 
 
-def baseline_config(space: Space) -> Config:
-    """The space default with every feature off: the most conservative config."""
-    values: dict[str, Any] = {}
+def baseline_config(space: Space, binding: Binding | None = None) -> Config:
+    """The space default with every feature off: the most conservative config.
+
+    `binding` (the region's) also switches off features the kernel's source binds to a
+    parameter that declares none, such as `num_stages=INNER_STAGES` in a `tl.range`.
+    """
+    binding = binding or bind(space)
+    values = {n: p.domain.default() for n, p in space.parameters.items()}
     for name, param in space.parameters.items():
-        default = param.domain.default()
+        drivers = [d for d in binding.drivers if name in d.parameters]
         if isinstance(param.domain, PerLoop):
-            values[name] = tuple(_off(v, param.domain.element, param.features) for v in default)
-        else:
-            values[name] = _off(default, param.domain, param.features)
+            features = tuple({*param.features, *(d.feature for d in drivers)})
+            values[name] = tuple(_off(v, param.domain.element, features) for v in values[name])
+            continue
+        candidates = [values[name], *param.domain.values()]
+        values[name] = next((v for v in candidates if not _drives_on(drivers, values, name, v)),
+                            values[name])
     return space.validate_config(values)
+
+
+def _drives_on(drivers: list[Driver], values: dict[str, Any], name: str, value: Any) -> bool:
+    """Whether any driver turns its feature on when parameter `name` takes `value`."""
+    trial = {**values, name: value}
+    return any(bool(uses(d.feature, d.value(trial))) for d in drivers
+               if d.value(trial) is not MISSING)
 
 
 def _off(value: Any, domain: Any, features: tuple[str, ...]) -> Any:
@@ -132,7 +149,9 @@ class Tuner:
     def _removals(self) -> dict[str, int]:
         if self.task.configs is None:
             return {r.rule: r.count for r in self.region.removals()}
-        return {r.id: sum(1 for c in self.task.configs if match_rule(r, c, self.task.space))
+        binding = self.region.binding
+        return {r.id: sum(1 for c in self.task.configs
+                          if match_rule(r, c, self.task.space, binding=binding))
                 for r in self.region.disabling}
 
     def _deterministic(self) -> bool:
@@ -164,7 +183,8 @@ class Tuner:
         """Tune; raises TuneError (with the partial result) when no correct config is found."""
         start = time.perf_counter()
         self._evaluator: Evaluator | None = None
-        baseline = None if self.task.reference is not None else baseline_config(self.task.space)
+        baseline = None if self.task.reference is not None else baseline_config(
+            self.task.space, self.region.binding)
         self._compared_with = "the reference function" if baseline is None else (
             f"the baseline config {baseline.text()}, not ground truth")
         if baseline is not None and not self.region.contains(baseline):
@@ -317,7 +337,7 @@ class Tuner:
         if not votes:
             return
         group, size = votes.most_common(1)[0]
-        baseline = baseline_config(self.task.space).values
+        baseline = baseline_config(self.task.space, self.region.binding).values
         support = sum(1 for t in self.trials if t.status == "ok" and t.config != baseline)
         # A larger agreeing group outvotes the baseline; with no other config agreeing with
         # the baseline, even one dissenter leaves its output unsupported.
