@@ -14,6 +14,7 @@ Grammar::
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Union
@@ -31,6 +32,9 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "none"}
+MAX_LENGTH = 4096
+MAX_DEPTH = 32  # parentheses, `not`s and nested lists together
+MAX_DIGITS = 30
 
 
 class PredicateSyntaxError(ValueError):
@@ -49,12 +53,17 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
+    if len(text) > MAX_LENGTH:
+        raise PredicateSyntaxError(f"a predicate of {len(text)} characters is too long (at most "
+                                   f"{MAX_LENGTH})", text[:60] + "...", 0)
     tokens, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
             raise PredicateSyntaxError(f"unexpected character {text[pos]!r}", text, pos)
         kind = m.lastgroup or ""
+        if kind in ("int", "float") and len(m.group().lstrip("-").replace(".", "")) > MAX_DIGITS:
+            raise PredicateSyntaxError(f"a number of more than {MAX_DIGITS} digits", text, pos)
         if kind != "ws":
             value = m.group()
             if kind == "name" and value.lower() in _KEYWORDS:
@@ -103,6 +112,13 @@ class _Parser:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nest(self) -> None:
+        """Count one more level of nesting; refuse past MAX_DEPTH (the parser is recursive)."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"nested more than {MAX_DEPTH} levels deep")
 
     def peek(self) -> Token:
         return self.tokens[self.i]
@@ -150,7 +166,10 @@ class _Parser:
 
     def neg(self) -> Node:
         if self.accept("keyword", "not"):
-            return Not(self.neg())
+            self.nest()
+            node = Not(self.neg())
+            self.depth -= 1
+            return node
         return self.comparison()
 
     def comparison(self) -> Node:
@@ -173,8 +192,10 @@ class _Parser:
             self.take()
             return Name(tok.value, tok.pos)
         if self.accept("punct", "("):
+            self.nest()
             node = self.expr()
             self.expect("punct", ")")
+            self.depth -= 1
             return node
         return Literal(self.literal())
 
@@ -183,7 +204,10 @@ class _Parser:
         if tok.kind == "int":
             return int(tok.value)
         if tok.kind == "float":
-            return float(tok.value)
+            value = float(tok.value)
+            if not math.isfinite(value):
+                raise self.error("a number too large", tok)
+            return value
         if tok.kind == "string":
             return tok.value[1:-1]
         if tok.kind == "keyword" and tok.value in ("true", "false", "none"):
@@ -195,12 +219,14 @@ class _Parser:
 
     def list_literal(self) -> tuple[Any, ...]:
         self.expect("punct", "[")
+        self.nest()
         items: list[Any] = []
         if not self.accept("punct", "]"):
             items.append(self.literal())
             while self.accept("punct", ","):
                 items.append(self.literal())
             self.expect("punct", "]")
+        self.depth -= 1
         return tuple(items)
 
 

@@ -1,0 +1,189 @@
+"""Where things were written in a TOML text: a lenient scanner for blame, not a parser.
+
+`tomllib` gives values without positions. `scan` walks the text once, skipping strings and
+comments, and records the line of every table header and key by its path
+(`("rule", 0, "when", "triton")`), so a problem found in the parsed data can name its true line
+(a `[[rule]]` inside a multi-line string is not a header). It also finds what would make
+`tomllib` itself fail badly: nesting deeper than a limit and numbers too long to convert. It
+never raises, whatever the text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["Layout", "scan"]
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_NUMBER = re.compile(r"[0-9_]+")
+_LONGEST_NUMBER = 100
+
+Path = tuple[str | int, ...]
+
+
+@dataclass
+class Layout:
+    """Line of each key path; the first too-deep bracket and the first over-long number."""
+
+    lines: dict[Path, int] = field(default_factory=dict)
+    too_deep: int | None = None  # line of the first bracket past the nesting limit
+    long_number: int | None = None  # line of the first number of more than 100 digits
+
+    def line_of(self, loc: Path) -> int | None:
+        """The line of the longest prefix of `loc` that was written, if any."""
+        for n in range(len(loc), 0, -1):
+            line = self.lines.get(tuple(loc[:n]))
+            if line is not None:
+                return line
+        return None
+
+
+class _Scanner:
+    def __init__(self, text: str, max_depth: int) -> None:
+        self.text, self.max_depth, self.i = text, max_depth, 0
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+        self.layout = Layout()
+        self.table: Path = ()
+        self.arrays: dict[Path, int] = {}
+
+    def line(self, pos: int) -> int:
+        return bisect.bisect_left(self.newlines, pos) + 1
+
+    def peek(self, n: int = 1) -> str:
+        return self.text[self.i:self.i + n]
+
+    def skip_blank(self, newlines: bool) -> None:
+        while self.i < len(self.text):
+            c = self.text[self.i]
+            if c == "#":
+                end = self.text.find("\n", self.i)
+                self.i = len(self.text) if end < 0 else end
+            elif c in " \t\r" or (newlines and c == "\n"):
+                self.i += 1
+            else:
+                return
+
+    def run(self) -> Layout:
+        while True:
+            self.skip_blank(newlines=True)
+            if self.i >= len(self.text):
+                return self.layout
+            start = self.i
+            if self.peek() == "[":
+                self.header()
+            else:
+                self.key_value()
+            if self.i == start:  # confused by invalid text: move on to the next line
+                end = self.text.find("\n", self.i)
+                self.i = len(self.text) if end < 0 else end + 1
+
+    def key_path(self) -> list[str]:
+        """A dotted key (bare or quoted parts); stops at what cannot continue one."""
+        parts: list[str] = []
+        while True:
+            self.skip_blank(newlines=False)
+            c = self.peek()
+            if c in ('"', "'"):
+                start = self.i
+                self.string()
+                raw = self.text[start + 1:self.i - 1]
+                parts.append(raw if c == "'" else raw.replace('\\"', '"'))
+            elif m := _BARE_KEY.match(self.text, self.i):
+                parts.append(m.group())
+                self.i = m.end()
+            else:
+                return parts
+            self.skip_blank(newlines=False)
+            if self.peek() != ".":
+                return parts
+            self.i += 1
+
+    def header(self) -> None:
+        line = self.line(self.i)
+        array = self.peek(2) == "[["
+        self.i += 2 if array else 1
+        parts = self.key_path()
+        self.skip_blank(newlines=False)
+        closing = "]]" if array else "]"
+        if not parts or self.peek(len(closing)) != closing:
+            return
+        self.i += len(closing)
+        resolved: list[str | int] = []
+        for n, part in enumerate(parts):
+            resolved.append(part)
+            key = tuple(resolved)
+            if n == len(parts) - 1 and array:
+                index = self.arrays.get(key, 0)
+                self.arrays[key] = index + 1
+                self.layout.lines.setdefault(key, line)
+                resolved.append(index)
+            elif key in self.arrays:
+                resolved.append(self.arrays[key] - 1)
+            self.layout.lines.setdefault(tuple(resolved), line)
+        self.table = tuple(resolved)
+
+    def key_value(self) -> None:
+        line = self.line(self.i)
+        parts = self.key_path()
+        self.skip_blank(newlines=False)
+        if not parts or self.peek() != "=":
+            return
+        self.i += 1
+        for n in range(1, len(parts) + 1):
+            self.layout.lines.setdefault(self.table + tuple(parts[:n]), line)
+        self.value()
+
+    def string(self) -> None:
+        """Skip one string of any of TOML's four kinds, starting at its first quote."""
+        q = self.peek()
+        if self.peek(3) == q * 3:
+            self.i += 3
+            while self.i < len(self.text):
+                if q == '"' and self.peek() == "\\":
+                    self.i += 2
+                elif self.peek(3) == q * 3:
+                    self.i += 3
+                    while self.peek() == q:  # up to two quotes may end the content
+                        self.i += 1
+                    return
+                else:
+                    self.i += 1
+            return
+        self.i += 1
+        while self.i < len(self.text) and self.peek() not in (q, "\n"):
+            self.i += 2 if q == '"' and self.peek() == "\\" else 1
+        self.i += 1
+
+    def value(self) -> None:
+        """Skip a value, tracking bracket depth, up to the end of its (last) line."""
+        depth = 0
+        while self.i < len(self.text):
+            c = self.peek()
+            if c in ('"', "'"):
+                self.string()
+                continue
+            if c == "#":
+                self.skip_blank(newlines=False)
+                continue
+            if c == "\n" and depth <= 0:
+                return
+            if c in "[{":
+                depth += 1
+                if depth > self.max_depth and self.layout.too_deep is None:
+                    self.layout.too_deep = self.line(self.i)
+            elif c in "]}":
+                depth -= 1
+            elif c in "0123456789":
+                end = _NUMBER.match(self.text, self.i).end()  # type: ignore[union-attr]
+                if end - self.i > _LONGEST_NUMBER and self.layout.long_number is None:
+                    self.layout.long_number = self.line(self.i)
+                self.i = end
+                continue
+            self.i += 1
+
+
+def scan(text: str, max_depth: int = 32) -> Layout:
+    """The layout of a TOML text (lenient: invalid text gives a partial layout, never an error)."""
+    return _Scanner(text, max_depth).run()
