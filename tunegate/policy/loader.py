@@ -67,13 +67,15 @@ def _read(path: str) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         raise fail(f"cannot read: {getattr(e, 'strerror', None) or e}") from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise fail("not a regular file (a policy cannot be a FIFO, device or folder)")
-        try:
+        with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
-        except OSError as e:
-            raise fail(f"cannot read: {e.strerror or e}") from None
+    except OSError as e:
+        raise fail(f"cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         raise fail(f"larger than {MAX_FILE_BYTES // 1024} KiB: not a policy file")
     try:

@@ -41,6 +41,9 @@ def _target(spec: Specifier) -> Version:
     target = parse_version(text[:-2] if text.endswith(".*") else text)
     if spec.operator not in ("==", "!=", "===") and text.endswith(".*"):
         raise InvalidGate(f"'.*' is only allowed with == and != in {str(spec)!r}")
+    if target.epoch:
+        raise InvalidGate(f"a version epoch ('{target.epoch}!') has no place in a gate: "
+                          f"{str(spec)!r}")
     if spec.operator == "~=" and len(target.release) < 2:
         raise InvalidGate(f"~= needs at least two release numbers in {str(spec)!r}")
     return target
