@@ -139,3 +139,21 @@ def test_check_and_list_print_the_layers_and_the_weakened_rules(isolated):
         assert "pipelined-store-load  SWITCHED OFF" in out, out
     data = json.loads(run_cli("policy", "list", "--no-probe", "--json", cwd=isolated).stdout)
     assert data["layers"]["overrides"][0]["change"] == "switched off"
+
+
+def test_a_pyproject_that_cannot_say_which_policy_is_an_error(isolated):
+    import pytest
+
+    from tunegate.policy import PolicyError
+
+    pyproject = isolated / "pyproject.toml"
+    for text, line, needle in [
+        ('[project\nname = "x"\n', 1, "invalid TOML"),
+        ('[project]\nname = "x"\n\n[tool.tunegate]\npolicy = 5\n', 5, "must be a file name"),
+        ('[tool]\ntunegate = "policies.toml"\n', 2, "must be a table"),
+    ]:
+        pyproject.write_text(text)
+        with pytest.raises(PolicyError) as err:
+            Policy.load()
+        (p,) = err.value.problems
+        assert p.file == str(pyproject) and p.line == line and needle in p.message, p

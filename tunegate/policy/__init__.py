@@ -14,9 +14,10 @@ from .verdict import Inactive, Possible, RuleMatch, Verdict
 from .versions import InvalidGate, VersionGate
 
 __all__ = [
-    "ENV_FACTS", "TRAITS", "AppliedLayer", "Conditions", "EmptyRegion", "Environment", "Inactive",
-    "InvalidEnvironment", "InvalidGate", "KernelTraits", "LayerReport", "Override", "Policy", "PolicyError", "Possible",
-    "Predicate", "PredicateSyntaxError", "Problem", "Region", "Removal", "Rule", "RuleMatch",
-    "RuleSource", "SwitchOff", "TraitError", "Verdict", "VersionGate", "builtin_policy_path",
-    "detect_environment", "detect_traits", "discover_layers", "load_file",
+    "ENV_FACTS", "TRAITS", "AppliedLayer", "Conditions", "EmptyRegion", "Environment",
+    "Inactive", "InvalidEnvironment", "InvalidGate", "KernelTraits", "LayerReport", "Override",
+    "Policy", "PolicyError", "Possible", "Predicate", "PredicateSyntaxError", "Problem", "Region",
+    "Removal", "Rule", "RuleMatch", "RuleSource", "SwitchOff", "TraitError", "Verdict",
+    "VersionGate", "builtin_policy_path", "detect_environment", "detect_traits",
+    "discover_layers", "load_file",
 ]

@@ -225,12 +225,20 @@ def _pyproject_policy(pyproject: Path) -> Path | None:
     section = tool.get("tunegate") if isinstance(tool, dict) else None
     if section is None:
         return None
-    named = section.get("policy") if isinstance(section, dict) else None
+
+    def fail(loc: tuple[str, ...], message: str) -> PolicyError:
+        return PolicyError([Problem(path, layout.line_of(loc) or 1, None, message)])
+
+    if not isinstance(section, dict):
+        raise fail(("tool", "tunegate"), "[tool.tunegate] must be a table, got "
+                   + describe(section))
+    if "policy" not in section:
+        return None
+    named = section["policy"]
     if not isinstance(named, str) or not named:
-        where = ("tool", "tunegate", "policy") if isinstance(section, dict) else ("tool",)
-        raise PolicyError([Problem(path, layout.line_of(where) or 1, None,
-                                   "[tool.tunegate] policy must be a file name (a string), got "
-                                   + describe(named if isinstance(section, dict) else section))])
+        raise fail(("tool", "tunegate", "policy"),
+                   "[tool.tunegate] policy must be a file name (a string), got "
+                   + describe(named))
     return pyproject.parent / named
 
 

@@ -1,0 +1,120 @@
+"""Fuzzing the policy side: any file, predicate or `--env` value loads or fails cleanly.
+
+"Cleanly" means PolicyError (every problem naming the file and a real line), PredicateSyntaxError
+or InvalidEnvironment, never another exception; and `policy check` agrees with the commands that
+load the file as a layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import (FUZZ, document, env_keys, env_values, policy_bytes, policy_texts,
+                              predicate_texts, valid_rules)
+from tunegate.cli import main
+from tunegate.policy import (Environment, InvalidEnvironment, Policy, PolicyError, Predicate,
+                             PredicateSyntaxError, load_file)
+from tunegate.policy.predicate import MISSING
+from tunegate.space import helion_space
+
+SPACE = helion_space(blocks=1, loops=2)
+ENV = Environment(triton="3.6.0", device="cuda", capability="9.0")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for every example (hypothesis runs many examples per test)."""
+    return tmp_path_factory.mktemp("fuzz")
+
+
+def _write(folder: Path, data: bytes) -> Path:
+    path = folder / "policies.toml"
+    path.write_bytes(data)
+    return path
+
+
+def _load_or_problems(path: Path) -> list | None:
+    """None if the file loads; else its problems, each checked to name the file and a line."""
+    try:
+        load_file(path)
+        return None
+    except PolicyError as e:
+        lines = path.read_bytes().count(b"\n") + 1
+        for p in e.problems:
+            assert p.file == str(path), p
+            assert isinstance(p.line, int) and 1 <= p.line <= lines, (p, lines)
+            assert p.message and str(p).startswith(f"{path}:{p.line}:"), p
+        return e.problems
+
+
+@FUZZ
+@given(policy_bytes())
+def test_any_policy_file_loads_or_names_file_and_line(folder, data):
+    _load_or_problems(_write(folder, data))
+
+
+@FUZZ
+@given(valid_rules())
+def test_valid_drafts_load_with_each_rule_on_its_header_line(folder, rules):
+    path = _write(folder, document(rules).encode())
+    loaded = load_file(path)
+    text_lines = path.read_bytes().decode().split("\n")  # only a newline ends a TOML line
+    assert [r.id for r in loaded] == [r["id"] for r in rules]
+    for rule in loaded:
+        assert text_lines[rule.source.line - 1] == "[[rule]]"
+        verdict = Policy(loaded).explain(SPACE.default(), SPACE, ENV)
+        assert verdict.status in ("allowed", "experimental", "excluded")
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, err.getvalue()
+
+
+@FUZZ
+@given(policy_texts)
+def test_policy_check_and_explain_agree(folder, text):
+    path = _write(folder, text.encode("utf-8", "surrogatepass"))
+    check, check_err = _run("policy", "check", str(path))
+    explain, explain_err = _run("policy", "explain", "num_warps=4, range_num_stages=[2]",
+                                "--policy", str(path), "--env", "device=cuda",
+                                "--env", "triton=3.6.0", "--env", "capability=9.0")
+    assert check in (0, 2) and explain in (0, 2)
+    assert (check == 0) == (explain == 0), (check_err, explain_err)
+    if check:
+        assert check_err.startswith("tunegate: error: ") and f"{path}:" in check_err
+        assert check_err.splitlines()[0] == explain_err.splitlines()[0]
+
+
+@FUZZ
+@given(predicate_texts)
+def test_any_predicate_parses_or_points_at_the_problem(text):
+    try:
+        pred = Predicate(text)
+    except PredicateSyntaxError as e:
+        assert 0 <= e.pos <= len(text)
+        return
+    values = {"num_warps": 4, "range_num_stages": (1, 3), "block_sizes": (64,)}
+    result = pred.evaluate(lambda name: values.get(name, MISSING))
+    assert isinstance(result.holds, bool)
+    pred.names(), pred.is_any_decomposable()
+
+
+@FUZZ
+@given(st.dictionaries(env_keys, env_values, min_size=1, max_size=3))
+def test_any_env_override_is_taken_or_named(overrides):
+    try:
+        env = Environment().with_overrides(overrides)
+    except InvalidEnvironment as e:
+        assert "environment fact" in str(e)
+        return
+    assert set(overrides) <= set(env.overridden)
+    env.fingerprint(), env.describe()
