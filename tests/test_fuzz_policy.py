@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from tunegate.policy import (Environment, InvalidEnvironment, Policy, PolicyErro
 from tunegate.policy.predicate import MISSING
 from tunegate.space import helion_space
 
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]")
 SPACE = helion_space(blocks=1, loops=2)
 ENV = Environment(triton="3.6.0", device="cuda", capability="9.0")
 
@@ -50,6 +52,7 @@ def _load_or_problems(path: Path) -> list | None:
             assert p.file == str(path), p
             assert isinstance(p.line, int) and 1 <= p.line <= lines, (p, lines)
             assert p.message and str(p).startswith(f"{path}:{p.line}:"), p
+            assert not _CONTROL.search(str(p)), p  # what the file says cannot drive a terminal
         return e.problems
 
 
@@ -118,3 +121,37 @@ def test_any_env_override_is_taken_or_named(overrides):
         return
     assert set(overrides) <= set(env.overridden)
     env.fingerprint(), env.describe()
+
+
+_WRONG = {  # for each key, values of a type it never takes
+    "string": st.one_of(st.integers(), st.booleans(), st.floats(allow_nan=False),
+                        st.lists(st.text(max_size=3), max_size=2)),
+    "strings": st.one_of(st.text(max_size=5), st.integers(), st.booleans(),
+                         st.lists(st.integers(), min_size=1, max_size=2)),
+    "boolean": st.one_of(st.sampled_from(["no", "off", "false", "0"]), st.integers(0, 1),
+                         st.floats(0, 1)),
+}
+_KIND = {"id": "string", "title": "string", "action": "string", "match": "string",
+         "reason": "string", "bugs": "strings", "features": "strings", "enabled": "boolean",
+         "triton": "string", "device": "string", "capability": "string", "kernel": "strings"}
+
+
+@FUZZ
+@given(valid_rules(), st.data())
+def test_a_wrong_type_is_blamed_on_the_line_that_wrote_it(folder, rules, data):
+    index = data.draw(st.integers(0, len(rules) - 1))
+    key = data.draw(st.sampled_from(sorted(_KIND)))
+    table = "when" if key in ("triton", "device", "capability", "kernel") else None
+    target = rules[index].setdefault(table, {}) if table else rules[index]
+    target[key] = data.draw(_WRONG[_KIND[key]])
+    text = document(rules)
+    path = _write(folder, text.encode())
+    lines = text.split("\n")
+    headers = [n for n, line in enumerate(lines) if line == "[[rule]]"]
+    start = headers[index]
+    if table:
+        start = lines.index(f"[rule.{table}]", start)
+    expected = next(n for n in range(start, len(lines)) if lines[n].startswith(f"{key} = ")) + 1
+    problems = _load_or_problems(path)
+    assert problems and any(p.line == expected and key in p.message for p in problems), (
+        expected, problems)

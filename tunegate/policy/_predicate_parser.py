@@ -37,12 +37,16 @@ MAX_DEPTH = 32  # parentheses, `not`s and nested lists together
 MAX_DIGITS = 30
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
 class PredicateSyntaxError(ValueError):
     """Bad predicate text; `pos` is the offset of the offending character."""
 
     def __init__(self, message: str, text: str, pos: int) -> None:
         self.text, self.pos = text, pos
-        super().__init__(f"{message}\n    {text}\n    {' ' * pos}^")
+        shown = _UNPRINTABLE.sub("\ufffd", text)  # one character each: the caret still points
+        super().__init__(f"{message}\n    {shown}\n    {' ' * pos}^")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 __all__ = ["Layout", "scan"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 _NUMBER = re.compile(r"[0-9_]+")
 _LONGEST_NUMBER = 100
 
@@ -38,6 +40,17 @@ class Layout:
             if line is not None:
                 return line
         return None
+
+
+def _unescape(raw: str) -> str:
+    """A basic string's content with its escapes decoded, as tomllib decodes a quoted key."""
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if code[0] in "uU" and len(code) > 1:
+            value = int(code[1:], 16)
+            return chr(value) if value <= 0x10FFFF else m.group()
+        return _SIMPLE_ESCAPES.get(code, m.group())
+    return _ESCAPE.sub(one, raw)
 
 
 class _Scanner:
@@ -89,7 +102,7 @@ class _Scanner:
                 start = self.i
                 self.string()
                 raw = self.text[start + 1:self.i - 1]
-                parts.append(raw if c == "'" else raw.replace('\\"', '"'))
+                parts.append(raw if c == "'" else _unescape(raw))
             elif m := _BARE_KEY.match(self.text, self.i):
                 parts.append(m.group())
                 self.i = m.end()

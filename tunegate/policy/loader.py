@@ -26,6 +26,7 @@ SCHEMA_VERSION = 1
 MAX_FILE_BYTES = 1 << 20
 MAX_NESTING = 32
 MAX_RULES = 10_000
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -108,17 +109,18 @@ def _parse(path: str, text: str) -> tuple[dict[str, Any], Layout]:
     return data, layout
 
 
+def _where(loc: tuple[Any, ...]) -> str:
+    """A key path as written (`when.kernel.0`); a key that is not a bare word is quoted."""
+    return ".".join(str(p) if _BARE.fullmatch(str(p)) else repr(p) for p in loc)
+
+
 def _message(err: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = _where(tuple(err["loc"]))
     msg = err["msg"]
     if err["type"] == "missing":
         msg = "required key is missing"
     msg = msg.removeprefix("Value error, ")
     return f"{loc}: {msg}" if loc else msg
-
-
-def _where(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "[[rule]]"
 
 
 class _FileLoader:
@@ -155,7 +157,7 @@ class _FileLoader:
         rule_id = raw.get("id") if isinstance(raw.get("id"), str) else None
         clean, mistakes = check_rule(raw, loc)
         for m in mistakes:
-            self.problem(m.loc, rule_id, f"{_where(m.loc[2:])}: {m.message}")
+            self.problem(m.loc, rule_id, f"{_where(m.loc[2:]) or '[[rule]]'}: {m.message}")
         source = RuleSource(file=self.path, line=line, layer=self.layer)
         if raw.get("enabled") is False and set(raw) <= {"id", "enabled"}:
             return self._switch_off(raw, loc, source)

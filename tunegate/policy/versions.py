@@ -81,8 +81,8 @@ class VersionGate:
             raise InvalidGate(f"a version specifier of {len(text)} characters is too long")
         try:
             specs = SpecifierSet(text)
-        except (InvalidSpecifier, ValueError) as e:
-            raise InvalidGate(f"invalid version specifier {text!r}: {e}") from None
+        except (InvalidSpecifier, ValueError):
+            raise InvalidGate(f"invalid version specifier {text!r}") from None
         if not list(specs):
             raise InvalidGate(f"empty version specifier {text!r}")
         for spec in specs:
