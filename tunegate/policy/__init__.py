@@ -5,7 +5,8 @@ Importing this package imports neither torch nor triton.
 
 from .env import ENV_FACTS, Environment, InvalidEnvironment, detect_environment
 from .loader import PolicyError, Problem, builtin_policy_path, discover_layers, load_file
-from .policy import AppliedLayer, LayerReport, Override, Policy
+from .layers import AppliedLayer, LayerReport, Override
+from .policy import Policy
 from .predicate import Predicate, PredicateSyntaxError
 from .region import EmptyRegion, Region, Removal
 from .rules import Conditions, Rule, RuleSource, SwitchOff
