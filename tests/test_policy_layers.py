@@ -128,16 +128,18 @@ def test_layer_report_names_layers_and_what_higher_layers_weakened(isolated, mon
     assert "built-in" in report.overrides[0].was and "disable" in report.overrides[0].was
 
 
-def test_check_and_list_print_the_layers_and_the_weakened_rules(isolated):
-    from tests.conftest import run_cli
+def test_check_and_list_print_the_layers_and_the_weakened_rules(isolated, capsys):
+    from tunegate.cli import main
 
     (isolated / "policies.toml").write_text(
         'schema = 1\n[[rule]]\nid = "pipelined-store-load"\nenabled = false\n')
-    for args in (("policy", "check"), ("policy", "list", "--no-probe")):
-        out = run_cli(*args, cwd=isolated).stdout
+    for args in (["policy", "check"], ["policy", "list", "--no-probe"]):
+        assert main(args) == 0
+        out = capsys.readouterr().out
         assert "Policy layers (lowest first)" in out and "project" in out, out
         assert "pipelined-store-load  SWITCHED OFF" in out, out
-    data = json.loads(run_cli("policy", "list", "--no-probe", "--json", cwd=isolated).stdout)
+    assert main(["policy", "list", "--no-probe", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
     assert data["layers"]["overrides"][0]["change"] == "switched off"
 
 

@@ -1,7 +1,7 @@
 """Text for terminals: what a policy file says is shown, never obeyed by the terminal."""
 
-from tests.conftest import run_cli
 from tunegate import _render
+from tunegate.cli import main
 
 
 def test_escape_writes_control_and_format_characters_visibly():
@@ -18,10 +18,10 @@ def test_table_escapes_every_cell_and_keeps_columns_aligned():
     assert lines[2].index("t\\x1b") == lines[3].index("x")
 
 
-def test_policy_list_does_not_pass_ansi_from_a_rule_title_to_the_terminal(isolated):
+def test_policy_list_does_not_pass_ansi_from_a_rule_title_to_the_terminal(isolated, capsys):
     (isolated / "policies.toml").write_text(
         'schema = 1\n[[rule]]\nid = "ansi"\ntitle = "\\u001b[2J\\u001b[31mharmless"\n'
         'action = "experimental"\nfeatures = ["range_flatten"]\nreason = "\\u001b]0;x\\u0007"\n')
-    result = run_cli("policy", "list", "--no-probe", cwd=isolated)
-    assert result.returncode == 0, result.stderr
-    assert "\x1b" not in result.stdout and "\\x1b[2J\\x1b[31mharmless" in result.stdout
+    assert main(["policy", "list", "--no-probe"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2J\\x1b[31mharmless" in out
