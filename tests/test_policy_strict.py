@@ -143,7 +143,7 @@ def test_a_byte_that_is_not_utf8_is_a_problem_with_its_place(tmp_path):
 
 def test_a_big_file_is_refused(tmp_path):
     path = tmp_path / "big.toml"
-    path.write_text(RULE + "# " + "x" * (1 << 20) + "\n")
+    path.write_text(RULE + "# " + "x" * (256 * 1024) + "\n")
     (p,) = problems(path)
     assert "larger than" in p.message
 

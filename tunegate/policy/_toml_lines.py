@@ -20,6 +20,13 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.DOTALL)
 _SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 _NUMBER = re.compile(r"[0-9_]+")
+_PLAIN = re.compile(r"""[^"'#\n\[\]{}0-9]*""")
+_STRINGS = (  # multi-line first; up to two quotes may end a multi-line string's content
+    re.compile(r'"""(?:[^"\\]+|\\.|"(?!""))*""""{0,2}', re.DOTALL),
+    re.compile(r"'''(?:[^']+|'(?!''))*''''{0,2}", re.DOTALL),
+    re.compile(r'"(?:[^"\\\n]|\\.)*"?'),
+    re.compile(r"'[^'\n]*'?"),
+)
 _LONGEST_NUMBER = 100
 
 Path = tuple[str | int, ...]
@@ -150,51 +157,40 @@ class _Scanner:
 
     def string(self) -> None:
         """Skip one string of any of TOML's four kinds, starting at its first quote."""
-        q = self.peek()
-        if self.peek(3) == q * 3:
-            self.i += 3
-            while self.i < len(self.text):
-                if q == '"' and self.peek() == "\\":
-                    self.i += 2
-                elif self.peek(3) == q * 3:
-                    self.i += 3
-                    while self.peek() == q:  # up to two quotes may end the content
-                        self.i += 1
-                    return
-                else:
-                    self.i += 1
-            return
-        self.i += 1
-        while self.i < len(self.text) and self.peek() not in (q, "\n"):
-            self.i += 2 if q == '"' and self.peek() == "\\" else 1
-        self.i += 1
+        for pattern in _STRINGS:
+            m = pattern.match(self.text, self.i)
+            if m:
+                self.i = m.end()
+                return
+        self.i = len(self.text)  # an unterminated multi-line string runs to the end
 
     def value(self) -> None:
-        """Skip a value, tracking bracket depth, up to the end of its (last) line."""
+        """Skip a value, tracking bracket depth, up to the end of its (last) line. At a limit
+        the whole scan stops: the loader then reports only that."""
         depth = 0
         while self.i < len(self.text):
+            self.i = _PLAIN.match(self.text, self.i).end()  # type: ignore[union-attr]
             c = self.peek()
+            if not c or (c == "\n" and depth <= 0):
+                return
             if c in ('"', "'"):
                 self.string()
-                continue
-            if c == "#":
+            elif c == "#":
                 self.skip_blank(newlines=False)
-                continue
-            if c == "\n" and depth <= 0:
-                return
-            if c in "[{":
-                depth += 1
-                if depth > self.max_depth and self.layout.too_deep is None:
-                    self.layout.too_deep = self.line(self.i)
-            elif c in "]}":
-                depth -= 1
             elif c in "0123456789":
                 end = _NUMBER.match(self.text, self.i).end()  # type: ignore[union-attr]
-                if end - self.i > _LONGEST_NUMBER and self.layout.long_number is None:
+                if end - self.i > _LONGEST_NUMBER:
                     self.layout.long_number = self.line(self.i)
+                    self.i = len(self.text)
+                    return
                 self.i = end
-                continue
-            self.i += 1
+            else:
+                depth += 1 if c in "[{" else -1 if c in "]}" else 0
+                if depth > self.max_depth:
+                    self.layout.too_deep = self.line(self.i)
+                    self.i = len(self.text)
+                    return
+                self.i += 1
 
 
 def scan(text: str, max_depth: int = 32) -> Layout:

@@ -23,7 +23,7 @@ from .rules import Rule, RuleSource, SwitchOff
 __all__ = ["PolicyError", "Problem", "builtin_policy_path", "discover_layers", "load_file"]
 
 SCHEMA_VERSION = 1
-MAX_FILE_BYTES = 1 << 20
+MAX_FILE_BYTES = 256 * 1024
 MAX_NESTING = 32
 MAX_RULES = 10_000
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
