@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -45,13 +46,12 @@ def _scalars() -> st.SearchStrategy[Any]:
     )
 
 
-toml_values = st.recursive(
-    _scalars(),
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.sampled_from(RULE_KEYS + CONDITION_KEYS + ("x",)),
-                                            inner, max_size=3)),
-    max_leaves=12,
-)
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    keys = st.sampled_from(RULE_KEYS + CONDITION_KEYS + ("x",))
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=3))
+
+
+toml_values = st.recursive(_scalars(), _containers, max_leaves=12)
 """Any TOML value, biased towards the names policies use."""
 
 
@@ -77,16 +77,51 @@ def toml(value: Any) -> str:
     return "{" + ", ".join(f"{_string(k)} = {toml(v)}" for k, v in value.items()) + "}"
 
 
-def document(rules: list[dict[str, Any]], top: dict[str, Any] | None = None) -> str:
-    """A policy file: top-level keys, then one [[rule]] per table, sub-tables as [rule.X]."""
-    lines = [f"{_string(k)} = {toml(v)}" for k, v in (top or {"schema": 1}).items()]
-    for rule in rules:
+class Multiline(str):
+    """A string to write as a multi-line TOML string (its content may hold `[[rule]]`)."""
+
+
+def _multiline(text: str) -> str:
+    if "'''" not in text and not re.search(r"[\x00-\x08\x0a-\x1f\x7f]", text.replace("\n", "")):
+        return "'''\n" + text + "'''"  # the newline after the opening quotes is not content
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\n"}
+    body = "".join(escapes.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 or c == "\x7f" else c)
+                   for c in text)
+    return '"""' + ("\\n" + body[1:] if body.startswith("\n") else body) + '"""'
+
+
+def located(rules: list[dict[str, Any]], top: dict[str, Any] | None = None
+            ) -> tuple[str, dict[tuple[Any, ...], int]]:
+    """A policy file (top-level keys, one [[rule]] per table, sub-tables as [rule.X]) and the
+    line each key was written on, by path: `("rule", 0, "when", "kernel")`."""
+    lines: list[str] = []
+    where: dict[tuple[Any, ...], int] = {}
+
+    def put(path: tuple[Any, ...], key: str, value: Any) -> None:
+        where[path] = len(lines) + 1
+        text = _multiline(value) if isinstance(value, Multiline) else toml(value)
+        lines.extend(f"{_string(key)} = {text}".split("\n"))
+
+    for k, v in (top or {"schema": 1}).items():
+        put((k,), k, v)
+    for i, rule in enumerate(rules):
         lines += ["", "[[rule]]"]
+        where[("rule", i)] = len(lines)
         tables = {k: v for k, v in rule.items() if isinstance(v, dict) and k in ("when", "until")}
-        lines += [f"{k} = {toml(v)}" for k, v in rule.items() if k not in tables]
+        for k, v in rule.items():
+            if k not in tables:
+                put(("rule", i, k), k, v)
         for name, table in tables.items():
-            lines += [f"[rule.{name}]"] + [f"{k} = {toml(v)}" for k, v in table.items()]
-    return "\n".join(lines) + "\n"
+            lines.append(f"[rule.{name}]")
+            where[("rule", i, name)] = len(lines)
+            for k, v in table.items():
+                put(("rule", i, name, k), k, v)
+    return "\n".join(lines) + "\n", where
+
+
+def document(rules: list[dict[str, Any]], top: dict[str, Any] | None = None) -> str:
+    """A policy file written from `rules` (see `located`)."""
+    return located(rules, top)[0]
 
 
 # -- valid drafts ---------------------------------------------------------------------------
@@ -103,14 +138,23 @@ _conditions = st.fixed_dictionaries({}, optional={
 })
 
 
+_titles = st.one_of(
+    st.text(min_size=1, max_size=20),
+    st.builds(Multiline, st.one_of(
+        st.text(min_size=1, max_size=20),
+        st.sampled_from(['[[rule]]\nid = "x"', "x\n[rule.when]\nkernel = 5\n", "a'\nb", 'a"\n"b',
+                         "\\\n[meta]", "ends with a quote'", "ends with quotes''"]))),
+)
+
+
 @st.composite
 def valid_rule(draw: st.DrawFn, rule_id: str) -> dict[str, Any]:
     rule: dict[str, Any] = {
-        "id": rule_id, "title": draw(st.text(min_size=1, max_size=20)),
+        "id": rule_id, "title": draw(_titles),
         "action": draw(st.sampled_from(["disable", "experimental"])),
         "features": draw(st.lists(st.sampled_from(sorted(FEATURES)), min_size=1, max_size=2,
                                   unique=True)),
-        "reason": draw(st.text(min_size=1, max_size=20)),
+        "reason": draw(_titles),
     }
     if draw(st.booleans()):
         rule["match"] = draw(_predicates)

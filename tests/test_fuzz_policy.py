@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import (FUZZ, document, env_keys, env_values, policy_bytes, policy_texts,
+from tests.strategies import (FUZZ, env_keys, env_values, located, policy_bytes, policy_texts,
                               predicate_texts, valid_rules)
 from tunegate.cli import main
 from tunegate.policy import (Environment, InvalidEnvironment, Policy, PolicyError, Predicate,
@@ -65,14 +65,13 @@ def test_any_policy_file_loads_or_names_file_and_line(folder, data):
 @FUZZ
 @given(valid_rules())
 def test_valid_drafts_load_with_each_rule_on_its_header_line(folder, rules):
-    path = _write(folder, document(rules).encode())
-    loaded = load_file(path)
-    text_lines = path.read_bytes().decode().split("\n")  # only a newline ends a TOML line
-    assert [r.id for r in loaded] == [r["id"] for r in rules]
-    for rule in loaded:
-        assert text_lines[rule.source.line - 1] == "[[rule]]"
-        verdict = Policy(loaded).explain(SPACE.default(), SPACE, ENV)
-        assert verdict.status in ("allowed", "experimental", "excluded")
+    text, where = located(rules)
+    loaded = load_file(_write(folder, text.encode()))
+    assert [(r.id, r.source.line) for r in loaded] == [
+        (r["id"], where[("rule", i)]) for i, r in enumerate(rules)]
+    assert [(r.title, r.reason) for r in loaded] == [(r["title"], r["reason"]) for r in rules]
+    verdict = Policy(loaded).explain(SPACE.default(), SPACE, ENV)
+    assert verdict.status in ("allowed", "experimental", "excluded")
 
 
 def _run(*argv: str) -> tuple[int, str]:
@@ -144,14 +143,9 @@ def test_a_wrong_type_is_blamed_on_the_line_that_wrote_it(folder, rules, data):
     table = "when" if key in ("triton", "device", "capability", "kernel") else None
     target = rules[index].setdefault(table, {}) if table else rules[index]
     target[key] = data.draw(_WRONG[_KIND[key]])
-    text = document(rules)
+    text, where = located(rules)
     path = _write(folder, text.encode())
-    lines = text.split("\n")
-    headers = [n for n, line in enumerate(lines) if line == "[[rule]]"]
-    start = headers[index]
-    if table:
-        start = lines.index(f"[rule.{table}]", start)
-    expected = next(n for n in range(start, len(lines)) if lines[n].startswith(f"{key} = ")) + 1
+    expected = where[("rule", index, table, key) if table else ("rule", index, key)]
     problems = _load_or_problems(path)
     assert problems and any(p.line == expected and key in p.message for p in problems), (
         expected, problems)

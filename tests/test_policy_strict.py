@@ -177,3 +177,13 @@ def test_a_strictly_typed_file_still_gates_as_written(write_policy):
     policy = Policy.from_files(path)
     region = policy.gate(helion_space(), Environment())
     assert 8 not in region.allowed["num_warps"] and 4 in region.allowed["num_warps"]
+
+
+@pytest.mark.parametrize("opening", ['"""', "'''", '"'])
+def test_an_unterminated_string_is_reported_at_once(write_policy, opening):
+    """The blame scan must not backtrack without end over a string that never closes."""
+    import time
+
+    start = time.monotonic()
+    found = problems(write_policy(with_key(f"title2 = {opening}" + "x y" * 50_000)))
+    assert time.monotonic() - start < 5 and "invalid TOML" in found[0].message

@@ -22,9 +22,9 @@ _SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '
 _NUMBER = re.compile(r"[0-9_]+")
 _PLAIN = re.compile(r"""[^"'#\n\[\]{}0-9]*""")
 _STRINGS = (  # multi-line first; up to two quotes may end a multi-line string's content
-    re.compile(r'"""(?:[^"\\]+|\\.|"(?!""))*""""{0,2}', re.DOTALL),
-    re.compile(r"'''(?:[^']+|'(?!''))*''''{0,2}", re.DOTALL),
-    re.compile(r'"(?:[^"\\\n]|\\.)*"?'),
+    re.compile(r'"""(?:[^"\\]++|\\.|"(?!""))*+""""{0,2}', re.DOTALL),
+    re.compile(r"'''(?:[^']++|'(?!''))*+''''{0,2}", re.DOTALL),
+    re.compile(r'"(?:[^"\\\n]++|\\.)*+"?'),
     re.compile(r"'[^'\n]*'?"),
 )
 _LONGEST_NUMBER = 100
