@@ -2,22 +2,57 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any, Sequence
 
-from .policy import Environment, KernelTraits, Verdict
+from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
-__all__ = ["bindings", "explanation", "kernel_loops", "table", "tuning_outcome"]
+__all__ = ["bindings", "escape", "explanation", "kernel_loops", "layer_report", "table",
+           "tuning_outcome"]
+
+# C0 and C1 controls (ANSI escapes start with one), DEL, and the invisible or reordering
+# format characters that could make a rule's text lie about what is on the screen.
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape(text: Any, *, keep_newlines: bool = False) -> str:
+    """`text` safe to print on a terminal: control and format characters written as `\\x1b`
+    escapes, so text from a policy file or kernel cannot drive the terminal."""
+    text = str(text)
+    if keep_newlines:
+        return "\n".join(_UNSAFE.sub(_escaped, line) for line in text.split("\n"))
+    return _UNSAFE.sub(_escaped, text)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Left-aligned columns separated by two spaces, with a rule under the header."""
-    cells = [[str(c) for c in headers]] + [[str(c) for c in r] for r in rows]
+    """Left-aligned columns separated by two spaces, with a rule under the header; every cell
+    is escaped (see `escape`)."""
+    cells = [[escape(c) for c in headers]] + [[escape(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def layer_report(report: LayerReport) -> str:
+    """The policy layers that applied, lowest first, and the rules a higher layer overrode."""
+    out = ["Policy layers (lowest first)"]
+    out.append(textwrap.indent(table(["layer", "rules", "switch-offs", "file"], [
+        (layer.name, layer.rules, layer.switch_offs, layer.file) for layer in report.layers]),
+        "  "))
+    if report.overrides:
+        out += ["", "Rules a higher layer overrode"]
+        out.append(textwrap.indent(table(["rule", "change", "was", "now", "by"], [
+            (o.rule, o.change.upper() if o.weakens else o.change, o.was, o.now,
+             f"{o.layer}, {o.source}") for o in report.overrides]), "  "))
+    return "\n".join(out)
 
 
 def _loops(loops: dict[str, list[int]]) -> str:

@@ -10,14 +10,13 @@ import argparse
 import dataclasses
 import json
 import sys
-from pathlib import Path
 from typing import Any, Sequence
 
 from . import _render
 from .kernelfile import resolve, unwrap
-from .policy import (Environment, KernelTraits, Policy, PolicyError, detect_environment,
+from .policy import (Environment, KernelTraits, Policy, PolicyError, Problem,
+                     detect_environment,
                      detect_traits)
-from .policy.loader import load_file
 from .space import Config, Space, helion_space, helion_space_for
 from .space.helion import parse_config_text
 from .errors import TunegateError
@@ -131,22 +130,23 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    files = [Path(f) for f in args.files]
-    if files:
-        problems = []
-        for f in files:
+    """Each FILE as the highest layer over the discovered ones; without FILEs, those layers."""
+    if args.files:
+        problems: list[Problem] = []
+        for f in args.files:
             try:
-                rules = load_file(f)
-                print(f"{f}: ok, {len(rules)} rule(s)")
+                top = Policy.checking(f, extra=args.policy).layer_report().layers[-1]
             except PolicyError as e:
-                problems += e.problems
+                problems += [p for p in e.problems if p not in problems]
+                continue
+            offs = f", {top.switch_offs} switch-off(s)" if top.switch_offs else ""
+            print(f"{_render.escape(f)}: ok, {top.rules} rule(s){offs}")
         if problems:
             raise PolicyError(problems)
         return EXIT_OK
     policy = _policy(args)
-    for layer, path in policy.layers:
-        print(f"{layer:<16} {path}")
-    print(f"ok: {len(policy.rules)} effective rule(s), fingerprint {policy.fingerprint()}")
+    print(_render.layer_report(policy.layer_report()))
+    print(f"\nok: {len(policy.rules)} effective rule(s), fingerprint {policy.fingerprint()}")
     return EXIT_OK
 
 
@@ -162,12 +162,14 @@ def cmd_list(args: argparse.Namespace) -> int:
                      "why": state.why or (f"needs {', '.join(state.unknown)}"
                                           if state.unknown else "")})
     if args.json:
-        _print_json({"fingerprint": policy.fingerprint(), "rules": rows})
+        _print_json({"fingerprint": policy.fingerprint(), "rules": rows,
+                     "layers": policy.layer_report().model_dump(mode="json")})
         return EXIT_OK
     print(_render.table(["rule", "action", "here", "bugs", "source", "title"],
                         [(r["id"], r["action"], r["state"], ", ".join(r["bugs"]) or "-",
                           r["source"], r["title"]) for r in rows]))
     print(f"\n{len(rows)} rules; policy fingerprint {policy.fingerprint()}")
+    print("\n" + _render.layer_report(policy.layer_report()))
     return EXIT_OK
 
 

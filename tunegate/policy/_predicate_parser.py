@@ -14,6 +14,7 @@ Grammar::
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Union
@@ -32,6 +33,12 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "none"}
+MAX_LENGTH = 4096
+MAX_DEPTH = 32  # parentheses, `not`s and nested lists together
+MAX_DIGITS = 30
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 class PredicateSyntaxError(ValueError, TunegateError):
@@ -39,7 +46,8 @@ class PredicateSyntaxError(ValueError, TunegateError):
 
     def __init__(self, message: str, text: str, pos: int) -> None:
         self.text, self.pos = text, pos
-        super().__init__(f"{message}\n    {text}\n    {' ' * pos}^")
+        shown = _UNPRINTABLE.sub("\ufffd", text)  # one character each: the caret still points
+        super().__init__(f"{message}\n    {shown}\n    {' ' * pos}^")
 
 
 @dataclass(frozen=True)
@@ -50,12 +58,17 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
+    if len(text) > MAX_LENGTH:
+        raise PredicateSyntaxError(f"a predicate of {len(text)} characters is too long (at most "
+                                   f"{MAX_LENGTH})", text[:60] + "...", 0)
     tokens, pos = [], 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
             raise PredicateSyntaxError(f"unexpected character {text[pos]!r}", text, pos)
         kind = m.lastgroup or ""
+        if kind in ("int", "float") and len(m.group().lstrip("-").replace(".", "")) > MAX_DIGITS:
+            raise PredicateSyntaxError(f"a number of more than {MAX_DIGITS} digits", text, pos)
         if kind != "ws":
             value = m.group()
             if kind == "name" and value.lower() in _KEYWORDS:
@@ -104,6 +117,13 @@ class _Parser:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nest(self) -> None:
+        """Count one more level of nesting; refuse past MAX_DEPTH (the parser is recursive)."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"nested more than {MAX_DEPTH} levels deep")
 
     def peek(self) -> Token:
         return self.tokens[self.i]
@@ -151,7 +171,10 @@ class _Parser:
 
     def neg(self) -> Node:
         if self.accept("keyword", "not"):
-            return Not(self.neg())
+            self.nest()
+            node = Not(self.neg())
+            self.depth -= 1
+            return node
         return self.comparison()
 
     def comparison(self) -> Node:
@@ -174,8 +197,10 @@ class _Parser:
             self.take()
             return Name(tok.value, tok.pos)
         if self.accept("punct", "("):
+            self.nest()
             node = self.expr()
             self.expect("punct", ")")
+            self.depth -= 1
             return node
         return Literal(self.literal())
 
@@ -184,7 +209,10 @@ class _Parser:
         if tok.kind == "int":
             return int(tok.value)
         if tok.kind == "float":
-            return float(tok.value)
+            value = float(tok.value)
+            if not math.isfinite(value):
+                raise self.error("a number too large", tok)
+            return value
         if tok.kind == "string":
             return tok.value[1:-1]
         if tok.kind == "keyword" and tok.value in ("true", "false", "none"):
@@ -196,12 +224,14 @@ class _Parser:
 
     def list_literal(self) -> tuple[Any, ...]:
         self.expect("punct", "[")
+        self.nest()
         items: list[Any] = []
         if not self.accept("punct", "]"):
             items.append(self.literal())
             while self.accept("punct", ","):
                 items.append(self.literal())
             self.expect("punct", "]")
+        self.depth -= 1
         return tuple(items)
 
 

@@ -59,23 +59,22 @@ class Environment(BaseModel):
         return getattr(self, name)
 
     def with_overrides(self, overrides: Mapping[str, str | None]) -> "Environment":
-        """A copy with the given facts replaced; 'unknown' or '' makes a fact unknown."""
+        """A copy with the given facts replaced; 'unknown' (or `None`) makes a fact unknown.
+
+        Every key and value is checked here, so a bad override is an `InvalidEnvironment` that
+        names it, never a failure later.
+        """
         data = self.model_dump()
         for key, value in overrides.items():
-            if key not in ENV_FACTS:
-                raise InvalidEnvironment(
-                    f"unknown environment fact {key!r} (known: {', '.join(ENV_FACTS)})"
-                )
-            data[key] = None if value in (None, "", "unknown", "none") else value
+            data[key] = _override_value(key, value)
         if "triton" in overrides and data["triton"] != self.triton:
             data["range_args"] = None  # the probed signature is the installed Triton's
         data["overridden"] = tuple(sorted(set(self.overridden) | set(overrides)))
         try:
             return Environment(**data)
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise InvalidEnvironment(f"environment fact {where}: {err['msg']}") from None
+        except ValidationError as e:  # _override_value should have caught it: say which
+            raise InvalidEnvironment(f"environment overrides {dict(overrides)!r}: "
+                                     f"{e.errors()[0]['msg']}") from None
 
     def fingerprint(self) -> str:
         """A short stable hash of the facts that change generated code or its behaviour."""
@@ -87,6 +86,45 @@ class Environment(BaseModel):
         """Each fact as text, 'unknown' where it is not known."""
         return {k: "unknown" if getattr(self, k) is None else str(getattr(self, k))
                 for k in ENV_FACTS}
+
+
+_UNKNOWN = ("unknown", "none")
+_MAX_VALUE = 200
+_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]*")
+
+
+def _override_value(key: Any, value: Any) -> str | None:
+    """The checked value of one override, or `InvalidEnvironment` naming key and value."""
+    if not isinstance(key, str) or key not in ENV_FACTS:
+        raise InvalidEnvironment(
+            f"unknown environment fact {str(key)[:60]!r} (known: {', '.join(ENV_FACTS)})")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidEnvironment(f"environment fact {key}: the value must be text, got "
+                                 f"{type(value).__name__}")
+
+    def bad(why: str) -> InvalidEnvironment:
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return InvalidEnvironment(f"environment fact {key} = {shown!r}: {why}")
+
+    if value.strip() == "":
+        raise bad("empty; give a value, or 'unknown' to make the fact unknown")
+    if value.lower() in _UNKNOWN:
+        return None
+    if len(value) > _MAX_VALUE:
+        raise bad(f"longer than {_MAX_VALUE} characters")
+    if not _PRINTABLE.fullmatch(value) or value != value.strip():
+        raise bad("control characters or surrounding spaces are not allowed")
+    if key == "device" and value not in ("cuda", "hip", "cpu"):
+        raise bad("the device must be cuda, hip or cpu")
+    if key in _VERSION_FACTS:
+        try:
+            parse_version(value)
+        except InvalidGate:
+            what = "a compute capability such as 9.0" if key == "capability" else "a version"
+            raise bad(f"not {what}") from None
+    return value
 
 
 def _dist_version(names: tuple[str, ...]) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -15,15 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .rules import Rule, RuleSource
+from ._shape import check_rule, describe
+from ._toml_lines import Layout, scan
+from .rules import Rule, RuleSource, SwitchOff
 from ..errors import TunegateError
 
 __all__ = ["PolicyError", "Problem", "builtin_policy_path", "discover_layers", "load_file"]
 
 SCHEMA_VERSION = 1
-_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
-_SUBTABLE = re.compile(r"^\s*\[\s*rule\.(\w+)\s*\]")
-_KEY = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*=")
+MAX_FILE_BYTES = 256 * 1024
+MAX_NESTING = 32
+MAX_RULES = 10_000
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -55,116 +59,154 @@ class PolicyError(ValueError, TunegateError):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-class _Lines:
-    """Line numbers of `[[rule]]` headers and of the keys written under each."""
+def _read(path: str) -> str:
+    """The text of a regular file of at most MAX_FILE_BYTES; FIFOs and devices are refused
+    without blocking on them."""
+    def fail(message: str, line: int | None = None, column: int | None = None) -> PolicyError:
+        return PolicyError([Problem(path, line, None, message, column)])
 
-    def __init__(self, text: str) -> None:
-        self.headers: list[int] = []
-        self.keys: list[dict[tuple[str, str], int]] = []
-        self.top: dict[str, int] = {}
-        section = ""
-        for n, line in enumerate(text.splitlines(), start=1):
-            if _HEADER.match(line):
-                self.headers.append(n)
-                self.keys.append({})
-                section = ""
-            elif m := _SUBTABLE.match(line):
-                section = m.group(1)
-                if self.keys:
-                    self.keys[-1][(section, "")] = n
-            elif m := _KEY.match(line):
-                if self.keys:
-                    self.keys[-1].setdefault((section, m.group(1)), n)
-                else:
-                    self.top.setdefault(m.group(1), n)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise fail(f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise fail("not a regular file (a policy cannot be a FIFO, device or folder)")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise fail(f"cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise fail(f"larger than {MAX_FILE_BYTES // 1024} KiB: not a policy file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise fail(f"not UTF-8: byte {data[e.start:e.start + 1]!r} cannot be decoded",
+                   line, column) from None
 
-    def of(self, index: int, loc: tuple[Any, ...] = ()) -> int | None:
-        if index >= len(self.headers):
-            return None
-        keys = self.keys[index]
-        if len(loc) >= 2 and loc[0] in ("when", "until") and isinstance(loc[1], str):
-            line = keys.get((loc[0], loc[1])) or keys.get((loc[0], "")) or keys.get(("", loc[0]))
-            if line:
-                return line
-        if loc and isinstance(loc[0], str) and ("", loc[0]) in keys:
-            return keys[("", loc[0])]
-        return self.headers[index]
+
+def _parse(path: str, text: str) -> tuple[dict[str, Any], Layout]:
+    """The TOML data and where each key was written; limits checked before tomllib runs."""
+    layout = scan(text, MAX_NESTING)
+    if layout.too_deep is not None:
+        raise PolicyError([Problem(path, layout.too_deep, None,
+                                   f"values nested more than {MAX_NESTING} deep")])
+    if layout.long_number is not None:
+        raise PolicyError([Problem(path, layout.long_number, None,
+                                   "a number of more than 100 digits")])
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = _TOML_POS.search(str(e))
+        line, col = (int(m.group(1)), int(m.group(2))) if m else (1, None)
+        msg = _TOML_POS.sub("", str(e)).strip()
+        raise PolicyError([Problem(path, line, None, f"invalid TOML: {msg}", col)]) from None
+    except (ValueError, RecursionError) as e:  # what the scan's limits should already prevent
+        raise PolicyError([Problem(path, 1, None, f"cannot be read as TOML: {e}")]) from None
+    return data, layout
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """A key path as written (`when.kernel.0`); a key that is not a bare word is quoted."""
+    return ".".join(str(p) if _BARE.fullmatch(str(p)) else repr(p) for p in loc)
 
 
 def _message(err: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = _where(tuple(err["loc"]))
     msg = err["msg"]
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key (a typo? see the policies.toml schema in the README)"
-    elif err["type"] == "missing":
+    if err["type"] == "missing":
         msg = "required key is missing"
     msg = msg.removeprefix("Value error, ")
     return f"{loc}: {msg}" if loc else msg
 
 
-def _validate_rule(raw: Any, index: int, path: str, layer: str, lines: _Lines,
-                   problems: list[Problem]) -> Rule | dict[str, Any] | None:
-    line = lines.of(index)
-    if not isinstance(raw, dict):
-        problems.append(Problem(path, line, None, "each [[rule]] must be a table"))
-        return None
-    rule_id = raw.get("id") if isinstance(raw.get("id"), str) else None
-    if raw.get("enabled") is False and set(raw) <= {"id", "enabled"}:
-        return dict(raw, _line=line)  # a switch-off of a lower layer's rule
-    try:
-        rule = Rule.model_validate(raw)
-    except ValidationError as e:
-        for err in e.errors():
-            problems.append(Problem(path, lines.of(index, tuple(err["loc"])), rule_id,
-                                    _message(err)))
-        return None
-    return rule.model_copy(update={"source": RuleSource(file=path, line=line or 0, layer=layer)})
+class _FileLoader:
+    """Validates one parsed file, collecting every problem with its line."""
+
+    def __init__(self, path: str, layer: str, layout: Layout) -> None:
+        self.path, self.layer, self.layout = path, layer, layout
+        self.problems: list[Problem] = []
+
+    def problem(self, loc: tuple[Any, ...], rule: str | None, message: str) -> None:
+        self.problems.append(Problem(self.path, self.layout.line_of(loc) or 1, rule, message))
+
+    def top_level(self, data: dict[str, Any]) -> list[Any]:
+        schema = data.get("schema")
+        if type(schema) is not int or schema != SCHEMA_VERSION:
+            got = describe(schema) if "schema" in data else "nothing"
+            self.problem(("schema",), None,
+                         f"`schema = {SCHEMA_VERSION}` (the integer) is required, got {got}")
+        for key in sorted(set(data) - {"schema", "rule"}):
+            self.problem((key,), None,
+                         f"unknown top-level key {key!r} (expected `schema` and [[rule]] tables)")
+        raw_rules = data.get("rule", [])
+        if not isinstance(raw_rules, list) or not all(isinstance(r, dict) for r in raw_rules):
+            self.problem(("rule",), None, "`rule` must be [[rule]] tables")
+            return []
+        if len(raw_rules) > MAX_RULES:
+            self.problem(("rule",), None, f"{len(raw_rules)} rules; at most {MAX_RULES}")
+            return []
+        return raw_rules
+
+    def rule(self, raw: dict[str, Any], index: int) -> Rule | SwitchOff | None:
+        loc = ("rule", index)
+        line = self.layout.line_of(loc) or 1
+        rule_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        clean, mistakes = check_rule(raw, loc)
+        for m in mistakes:
+            self.problem(m.loc, rule_id, f"{_where(m.loc[2:]) or '[[rule]]'}: {m.message}")
+        source = RuleSource(file=self.path, line=line, layer=self.layer)
+        if raw.get("enabled") is False and set(raw) <= {"id", "enabled"}:
+            return self._switch_off(raw, loc, source)
+        try:
+            rule = Rule.model_validate(clean)
+        except ValidationError as e:
+            for err in e.errors():
+                eloc = tuple(err["loc"])
+                if err["type"] == "missing" and eloc and eloc[0] in raw:
+                    continue  # present with the wrong type: reported above
+                self.problem(loc + eloc, rule_id, _message(err))
+            return None
+        return None if mistakes else rule.model_copy(update={"source": source})
+
+    def _switch_off(self, raw: dict[str, Any], loc: tuple[Any, ...], source: RuleSource
+                    ) -> SwitchOff | None:
+        if "id" not in raw:
+            self.problem(loc, None, "`enabled = false` needs the `id` of the rule it switches off")
+            return None
+        if not isinstance(raw["id"], str):
+            return None  # reported by the type check
+        try:
+            return SwitchOff(id=raw["id"], source=source)
+        except ValidationError as e:
+            self.problem(loc + ("id",), None, "id: " + _message(e.errors()[0]))
+            return None
 
 
-def load_file(path: str | os.PathLike[str], layer: str = "file"
-              ) -> list[Rule | dict[str, Any]]:
-    """The rules of one file, in order; switch-offs (`id` + `enabled = false`) as dicts."""
+def load_file(path: str | os.PathLike[str], layer: str = "file") -> list[Rule | SwitchOff]:
+    """The rules of one file, in order, and its switch-offs (`id` + `enabled = false`)."""
     path = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise PolicyError([Problem(path, None, None, f"cannot read: {e.strerror}")]) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = _TOML_POS.search(str(e))
-        line, col = (int(m.group(1)), int(m.group(2))) if m else (None, None)
-        msg = _TOML_POS.sub("", str(e)).strip()
-        raise PolicyError([Problem(path, line, None, f"invalid TOML: {msg}", col)]) from None
-    lines = _Lines(text)
-    problems: list[Problem] = []
-    if data.get("schema") != SCHEMA_VERSION:
-        problems.append(Problem(path, lines.top.get("schema", 1), None,
-                                f"`schema = {SCHEMA_VERSION}` is required, got "
-                                f"{data.get('schema', 'nothing')!r}"))
-    for key in sorted(set(data) - {"schema", "rule"}):
-        problems.append(Problem(path, lines.top.get(key), None,
-                                f"unknown top-level key {key!r} (expected `schema` and [[rule]])"))
-    raw_rules = data.get("rule", [])
-    if not isinstance(raw_rules, list):
-        problems.append(Problem(path, lines.top.get("rule"), None, "`rule` must be [[rule]] tables"))
-        raw_rules = []
-    rules: list[Rule | dict[str, Any]] = []
-    seen: dict[str, int | None] = {}
-    for i, raw in enumerate(raw_rules):
-        rule = _validate_rule(raw, i, path, layer, lines, problems)
-        if rule is None:
+    data, layout = _parse(path, _read(path))
+    loader = _FileLoader(path, layer, layout)
+    entries: list[Rule | SwitchOff] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(loader.top_level(data)):
+        entry = loader.rule(raw, i)
+        if entry is None:
             continue
-        rid = rule["id"] if isinstance(rule, dict) else rule.id
-        if rid in seen:
-            problems.append(Problem(path, lines.of(i), rid,
-                                    f"duplicate rule id (first defined at line {seen[rid]})"))
+        if entry.id in seen:
+            loader.problem(("rule", i), entry.id,
+                           f"duplicate rule id (first defined at line {seen[entry.id]})")
             continue
-        seen[rid] = lines.of(i)
-        rules.append(rule)
-    if problems:
-        raise PolicyError(problems)
-    return rules
+        seen[entry.id] = entry.source.line if entry.source else 0
+        entries.append(entry)
+    if loader.problems:
+        raise PolicyError(loader.problems)
+    return entries
 
 
 def builtin_policy_path() -> Path:
@@ -175,21 +217,56 @@ def builtin_policy_path() -> Path:
     return Path(__file__).resolve().parents[2] / "policies.toml"
 
 
+_ROOT_MARKERS = ("pyproject.toml", ".git", ".hg", ".svn", ".jj")
+
+
+def _pyproject_policy(pyproject: Path) -> Path | None:
+    """The file `[tool.tunegate] policy` names, relative to the pyproject.toml's folder."""
+    path = str(pyproject)
+    data, layout = _parse(path, _read(path))
+    tool = data.get("tool", {})
+    section = tool.get("tunegate") if isinstance(tool, dict) else None
+    if section is None:
+        return None
+
+    def fail(loc: tuple[str, ...], message: str) -> PolicyError:
+        return PolicyError([Problem(path, layout.line_of(loc) or 1, None, message)])
+
+    if not isinstance(section, dict):
+        raise fail(("tool", "tunegate"), "[tool.tunegate] must be a table, got "
+                   + describe(section))
+    if "policy" not in section:
+        return None
+    named = section["policy"]
+    if not isinstance(named, str) or not named:
+        raise fail(("tool", "tunegate", "policy"),
+                   "[tool.tunegate] policy must be a file name (a string), got "
+                   + describe(named))
+    return pyproject.parent / named
+
+
 def _project_file(start: Path) -> Path | None:
-    """The nearest policies.toml, or pyproject.toml's [tool.tunegate] policy, from `start` up."""
+    """The project's policy: the nearest policies.toml or [tool.tunegate]-named file, looking
+    from `start` up to the project root (a pyproject.toml or VCS root), and never into a folder
+    someone else owns (a stray /tmp/policies.toml must not switch rules off)."""
+    me = os.getuid() if hasattr(os, "getuid") else None
     for folder in (start, *start.parents):
+        try:
+            owner = folder.stat().st_uid
+        except OSError:
+            return None
+        if me is not None and owner != me and folder != start:
+            return None
         candidate = folder / "policies.toml"
-        if candidate.is_file():
+        if candidate.exists() or candidate.is_symlink():
             return candidate
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                tool = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
-            except (tomllib.TOMLDecodeError, OSError):
-                continue
-            named = tool.get("tunegate", {}).get("policy")
-            if isinstance(named, str):
-                return folder / named
+        if pyproject.exists():
+            named = _pyproject_policy(pyproject)
+            if named is not None:
+                return named
+        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+            return None
     return None
 
 

@@ -15,20 +15,28 @@ from .predicate import Predicate
 from .traits import TRAITS
 from .versions import VersionGate
 
-__all__ = ["ACTIONS", "Conditions", "Rule", "RuleSource"]
+__all__ = ["ACTIONS", "Conditions", "Rule", "RuleSource", "SwitchOff"]
 
 ACTIONS = ("disable", "experimental")
-_ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-_BUG = re.compile(r"^([\w.-]+/[\w.-]+#\d+|https?://\S+|[\w.-]+ [\w.-]+ release)$")
-_CONSTEXPR = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+_BUG = re.compile(r"([\w.-]+/[\w.-]+#\d+|https?://\S+|[\w.-]+ [\w.-]+ release)")
+_CONSTEXPR = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 def _gate(value: Any) -> Any:
-    return value if isinstance(value, VersionGate) or value is None else VersionGate(str(value))
+    if isinstance(value, VersionGate) or value is None:
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"a version specifier must be a string, got {type(value).__name__}")
+    return VersionGate(value)
 
 
 def _predicate(value: Any) -> Any:
-    return value if isinstance(value, Predicate) or value is None else Predicate(str(value))
+    if isinstance(value, Predicate) or value is None:
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"a predicate must be a string, got {type(value).__name__}")
+    return Predicate(value)
 
 
 Gate = Annotated[
@@ -37,6 +45,12 @@ Gate = Annotated[
 PredicateField = Annotated[
     Predicate, BeforeValidator(_predicate), PlainSerializer(lambda p: p.text, return_type=str)
 ]
+
+
+def _kebab(value: str) -> str:
+    if not _ID.fullmatch(value):
+        raise ValueError(f"rule id {value!r} must be lowercase kebab-case, like 'my-rule-1'")
+    return value
 
 
 class RuleSource(BaseModel):
@@ -52,6 +66,20 @@ class RuleSource(BaseModel):
         return f"{self.file}:{self.line}" if self.line else self.file
 
 
+class SwitchOff(BaseModel):
+    """A `[[rule]]` of only `id` and `enabled = false`: switches off a lower layer's rule."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    source: RuleSource
+
+    @field_validator("id")
+    @classmethod
+    def _kebab(cls, value: str) -> str:
+        return _kebab(value)
+
+
 class Conditions(BaseModel):
     """Facts that must all hold (`[rule.when]`) or that lift a rule once they hold (`until`)."""
 
@@ -65,10 +93,9 @@ class Conditions(BaseModel):
     capability: Gate | None = None
     kernel: tuple[str, ...] = ()
 
-    @field_validator("kernel", mode="before")
+    @field_validator("kernel")
     @classmethod
-    def _known_traits(cls, traits: Any) -> Any:
-        traits = [traits] if isinstance(traits, str) else traits
+    def _known_traits(cls, traits: tuple[str, ...]) -> tuple[str, ...]:
         for t in traits:
             if t not in TRAITS:
                 raise ValueError(f"unknown kernel trait {t!r} (known: {', '.join(TRAITS)})")
@@ -94,7 +121,7 @@ class Rule(BaseModel):
     features: tuple[str, ...] = ()
     match: PredicateField | None = None
     reason: str
-    enabled: bool = True
+    enabled: bool = Field(default=True, strict=True)
     when: Conditions = Field(default_factory=Conditions)
     until: Conditions | None = None
     source: RuleSource | None = Field(default=None, exclude=True)
@@ -102,15 +129,13 @@ class Rule(BaseModel):
     @field_validator("id")
     @classmethod
     def _kebab(cls, value: str) -> str:
-        if not _ID.match(value):
-            raise ValueError(f"rule id {value!r} must be lowercase kebab-case, like 'my-rule-1'")
-        return value
+        return _kebab(value)
 
     @field_validator("bugs")
     @classmethod
     def _bug_refs(cls, bugs: tuple[str, ...]) -> tuple[str, ...]:
         for b in bugs:
-            if not _BUG.match(b):
+            if not _BUG.fullmatch(b):
                 raise ValueError(f"bug reference {b!r} must look like 'owner/repo#123' or a URL")
         return bugs
 
@@ -128,7 +153,7 @@ class Rule(BaseModel):
             return pred
         for name, pos in pred.names():
             if not (name in FEATURES or name in HELION_FIELDS or name in LAUNCH_OPTIONS
-                    or _CONSTEXPR.match(name)):
+                    or _CONSTEXPR.fullmatch(name)):
                 raise ValueError(
                     f"unknown name {name!r} at column {pos + 1} of match {pred.text!r}: use a "
                     "feature, a Helion config field, a launch option or an UPPER_CASE constexpr"

@@ -19,11 +19,16 @@ class InvalidGate(ValueError, TunegateError):
     """A specifier set or version that cannot be read."""
 
 
+MAX_LENGTH = 200
+
+
 def parse_version(text: str) -> Version:
     """A version without its local part (`2.11.0+cu130` -> `2.11.0`)."""
+    if not isinstance(text, str) or len(text) > MAX_LENGTH:
+        raise InvalidGate(f"not a version: {str(text)[:60]!r}")
     try:
         return Version(Version(text).public)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number too long for int()
         raise InvalidGate(f"not a version: {text!r}") from None
 
 
@@ -31,15 +36,29 @@ def _release(v: Version, n: int) -> tuple[int, ...]:
     return (v.release + (0,) * n)[:n]
 
 
+def _target(spec: Specifier) -> Version:
+    """The version a specifier compares with (for `==3.*`, the prefix `3`)."""
+    text = spec.version
+    target = parse_version(text[:-2] if text.endswith(".*") else text)
+    if spec.operator not in ("==", "!=", "===") and text.endswith(".*"):
+        raise InvalidGate(f"'.*' is only allowed with == and != in {str(spec)!r}")
+    if target.epoch:
+        raise InvalidGate(f"a version epoch ('{target.epoch}!') has no place in a gate: "
+                          f"{str(spec)!r}")
+    if spec.operator == "~=" and len(target.release) < 2:
+        raise InvalidGate(f"~= needs at least two release numbers in {str(spec)!r}")
+    return target
+
+
 def _holds(spec: Specifier, v: Version) -> bool:
     op, text = spec.operator, spec.version
-    if op in ("==", "!=") and text.endswith(".*"):
-        prefix = tuple(int(p) for p in text[:-2].split("."))
-        equal = _release(v, len(prefix)) == prefix
-        return equal if op == "==" else not equal
     if op == "===":
         return str(v) == text
-    target = Version(text)
+    target = _target(spec)
+    if op in ("==", "!=") and text.endswith(".*"):
+        prefix = target.release
+        equal = v.epoch == target.epoch and _release(v, len(prefix)) == prefix
+        return equal if op == "==" else not equal
     if op == "~=":
         prefix = target.release[:-1]
         return v >= target and _release(v, len(prefix)) == prefix
@@ -59,12 +78,20 @@ class VersionGate:
     __slots__ = ("_specs", "text")
 
     def __init__(self, text: str) -> None:
+        if len(text) > MAX_LENGTH:
+            raise InvalidGate(f"a version specifier of {len(text)} characters is too long")
         try:
             specs = SpecifierSet(text)
-        except InvalidSpecifier as e:
-            raise InvalidGate(f"invalid version specifier {text!r}: {e}") from None
+        except (InvalidSpecifier, ValueError):
+            raise InvalidGate(f"invalid version specifier {text!r}") from None
         if not list(specs):
             raise InvalidGate(f"empty version specifier {text!r}")
+        for spec in specs:
+            if spec.operator != "===":
+                try:
+                    _target(spec)
+                except InvalidGate as e:
+                    raise InvalidGate(f"invalid version specifier {text!r}: {e}") from None
         self._specs = tuple(specs)
         self.text = text
 
