@@ -30,7 +30,7 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_DETECTED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
 MAX_CONFIG_TEXT = 10_000
-MAX_LOOPS = 32  # `space show --loops/--blocks`: beyond this the table is no use to a person
+MAX_LOOPS = 16  # `space show --loops/--blocks`: beyond this the table is no use to a person
 
 
 class UsageError(ValueError, TunegateError):
@@ -661,7 +661,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help (0) or a bad command line (2, said on stderr)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except BrokenPipeError:  # `tunegate ... | head -1`: the reader has all it wants
         _quiet_stdout()
         return EXIT_PIPE
