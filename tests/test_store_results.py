@@ -135,3 +135,23 @@ def test_a_locked_store_loses_no_result(tmp_path):
     assert result.best is not None and len(result.trials) == 2
     assert any(n.startswith("the tuning store failed") and "try again" in n
                for n in result.notes)
+
+
+@pytest.mark.interpreter
+def test_a_worker_that_fails_to_restart_keeps_what_was_measured(tmp_path, monkeypatch):
+    from tests.kernels.faulty import TASK
+
+    marker = tmp_path / "broken"
+    monkeypatch.setenv("FRAGILE_MARKER", str(marker))
+    store = Store(tmp_path / "s.sqlite")
+    run = Tuner(TASK, TaskRef(str(KERNELS / "fragile.py"), "TASK"), policy=Policy([]),
+                store=store, strategy="exhaustive", timeout=2,
+                progress=lambda event: marker.touch() if event["event"] == "trial" else None)
+    with pytest.raises(TuneError) as failed:
+        run.run()
+    result = failed.value.result
+    assert result.interrupted and "timeout" in {t.status for t in result.trials}
+    assert any("a worker could not be restarted" in n and "no longer be imported" in n
+               for n in result.notes), result.notes
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == len(result.trials)

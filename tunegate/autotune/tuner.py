@@ -245,23 +245,26 @@ class Tuner:
         if stored is not None:
             return self._result(start, best=stored.config.values, best_time_ms=stored.time_ms,
                                 reused=True)
+        stopped: BaseException | None = None
         try:
             interrupted = self._search(pool, start)
         except WorkerSetupError as e:
-            interrupted = True
-            self.notes.append(f"the search stopped early: a worker could not be restarted ({e})")
+            interrupted, stopped = True, e
         self._check_baseline_support(start)
         try:
+            if stopped is not None:  # no worker left to stress-check with
+                raise stopped
             best, best_time = self._winner()
         except (KeyboardInterrupt, WorkerSetupError) as e:
             pool.run.stop()  # a request may be in flight: its answer must never be read
             interrupted = True
             best, best_time = self._stressed_winner()
-            self.notes.append("the stress check of the fastest configs was stopped ("
+            self.notes.append("the run was stopped before its end ("
                               + ("a second Ctrl-C" if isinstance(e, KeyboardInterrupt) else
                                  f"a worker could not be restarted: {e}") + "); "
-                              + ("the fastest config that had passed one is reported"
-                                 if best is not None else "no config had passed one"))
+                              + ("the fastest config that had passed the stress check is "
+                                 "reported" if best is not None else
+                                 "no config had passed the stress check"))
         if best is None:
             raise TuneError(self._no_winner_message(), self._result(start,
                                                                     interrupted=interrupted))
