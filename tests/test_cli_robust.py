@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import KERNELS, ROOT
+from tests.conftest import KERNELS
 from tunegate.autotune import Store
 from tunegate.autotune.store import TrialKey
 from tunegate.cli import main
