@@ -304,6 +304,14 @@ class Tuner:
         stored = self.store.best(k.task, k.problem, k.env)
         if stored is None:
             return None
+        if not self.region.contains(stored.config):  # first: the store keeps the faster of
+            # a stored best and the run's, so an excluded one must go
+            rules = ", ".join(m.rule for m in self.region.verdict(stored.config).matched
+                              if m.action == "disable")
+            self.notes.append(f"stored best {stored.config.text()} is now excluded by {rules}; "
+                              "retuned")
+            self._forget()
+            return None
         if self.retune:
             self.notes.append(f"retune requested: the stored best {stored.config.text()} is "
                               "searched against again")
@@ -313,13 +321,6 @@ class Tuner:
             self.notes.append(f"the stored best {stored.config.text()} comes from an "
                               f"interrupted run ({stored.measured} of {stored.budget} configs "
                               "measured): searched again")
-            return None
-        if not self.region.contains(stored.config):
-            rules = ", ".join(m.rule for m in self.region.verdict(stored.config).matched
-                              if m.action == "disable")
-            self.notes.append(f"stored best {stored.config.text()} is now excluded by {rules}; "
-                              "retuned")
-            self._forget()
             return None
         if stored.policy != k.policy:
             self.notes.append("the policy changed since this best was stored and may now allow "
