@@ -120,6 +120,8 @@ def test_a_relaxed_policy_says_a_retune_could_help_and_retune_forces_one(tmp_pat
 
 
 def test_a_schema_1_database_migrates(tmp_path):
+    from tunegate.autotune.store import SCHEMA_VERSION
+
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as db:
         db.executescript('''
@@ -137,7 +139,7 @@ def test_a_schema_1_database_migrates(tmp_path):
         ''')
     store = Store(path)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT task, status FROM trials").fetchall() == [("", "wrong")]
         assert db.execute("SELECT COUNT(*) FROM best").fetchone()[0] == 0
     assert store.quarantined("k", "p", "e") == {}  # never replayed under a current key

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 import textwrap
+import time
 from typing import Any, Sequence
 
 from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
-__all__ = ["bindings", "escape", "explanation", "kernel_loops", "layer_report", "table",
-           "tuning_outcome"]
+__all__ = ["best_entry", "bindings", "escape", "explanation", "kernel_loops", "layer_report",
+           "store_listing", "table", "tuning_outcome", "tuning_summary"]
 
 # C0 and C1 controls (ANSI escapes start with one), DEL, and the invisible or reordering
 # format characters that could make a rule's text lie about what is on the screen.
@@ -182,3 +183,78 @@ def bindings(binding: Binding) -> str:
     out = [table(["parameter", "feature", "loop", "value", "bound by"], rows)] if rows else []
     out += [f"note: {n}" for n in binding.notes]
     return "\n".join(out)
+
+
+def _values(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def _best_checked(result: Any) -> str:
+    if result.reused:
+        return "stored earlier" + (", re-checked on a fresh draw"
+                                   if any("re-checked" in n for n in result.notes) else "")
+    trial = next((t for t in result.trials if t.config == result.best and t.status == "ok"),
+                 None)
+    return trial.checked() if trial is not None else "-"
+
+
+def tuning_summary(result: Any, reference: str) -> str:
+    """A tuning run's `TuneResult` for people: the counts, the best, the rejected configs."""
+    label = "interpreter timing (CPU, not GPU speed)" if result.timing == "interpreter" \
+        else "GPU median (do_bench)"
+    rows: list[tuple[str, Any]] = [("space", f"{result.space_size} configs"),
+                                   ("candidates measured", len(result.trials)),
+                                   ("compared with", result.compared_with)]
+    hits = {rule: n for rule, n in result.removals.items() if n}
+    if not hits:
+        rows.append(("excluded by policy", "none"))
+    for rule, n in hits.items():
+        rows.append((f"excluded by {rule}", n))
+    rows += [("rejected by accuracy check", result.count("wrong")),
+             ("failed (compile/error/timeout/crash)",
+              sum(result.count(s) for s in ("compile_error", "error", "timeout", "crashed"))),
+             ("best time", f"{result.best_time_ms:.4g} ms, {label}"
+              if result.best_time_ms is not None else "-"),
+             ("best config", _values(result.best or {})),
+             ("best config checked", _best_checked(result)),
+             ("wall time", f"{result.wall_seconds:.1f} s, of which accuracy checks "
+                           f"{result.check_seconds:.1f} s")]
+    if result.reused:
+        rows.append(("reused", "stored best config, still allowed by the current policy"))
+    out = [table(["", ""], rows)]
+    rejected = [t for t in result.trials if t.status != "ok"]
+    if rejected:
+        out.append("\nRejected configs")
+        for t in rejected[:10]:
+            out.append(f"  {t.status:<13} {_values(t.config)}")
+            if t.reason:
+                out.append(f"                {t.reason.summary}")
+        if len(rejected) > 10:
+            out.append(f"  ... and {len(rejected) - 10} more (--json lists them all)")
+        first = ", ".join(f"{k}={v!r}" for k, v in rejected[0].config.items())
+        out.append(f'\nExplain one:  tunegate policy explain "{first}" --kernel {reference}')
+    out += [f"\nnote: {n}" for n in result.notes]
+    if result.interrupted:
+        out.append("\nnote: interrupted; the best of what was measured is reported")
+    return "\n".join(out)
+
+
+def best_entry(best: Any) -> dict[str, Any]:
+    """A stored `Best` as JSON: kernel, problem, config, time, partial, when."""
+    return {"kernel": best.kernel_name, "problem": best.problem, "config": best.config.values,
+            "time_ms": best.time_ms, "timing": best.timing, "partial": best.partial,
+            "measured": best.measured, "budget": best.budget,
+            "when": time.strftime("%Y-%m-%d %H:%M", time.localtime(best.created)),
+            "task": best.task, "env": best.env, "policy": best.policy}
+
+
+def store_listing(bests: Sequence[Any]) -> str:
+    """The stored bests as a table, newest first."""
+    rows = []
+    for b in bests:
+        e = best_entry(b)
+        partial = f"yes: {b.measured} of {b.budget} configs" if b.partial else "no"
+        took = f"{b.time_ms:.4g} ms ({b.timing})" if b.time_ms is not None else "-"
+        rows.append((e["kernel"] or "?", b.problem, b.config.text(), took, partial, e["when"]))
+    return table(["kernel", "problem", "best", "time", "partial", "when"], rows) + \
+        f"\n\n{len(bests)} stored best config(s)"

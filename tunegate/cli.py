@@ -1,7 +1,8 @@
 """`tunegate`: a thin command-line layer over tunegate.space, tunegate.policy and tunegate.autotune.
 
 Exit codes: 0 success; 1 a result the user asked to detect (`--fail-on`, a failed tuning run);
-2 bad input (a malformed policy or config, an unknown fact, a missing file).
+2 bad input (a malformed policy or config, an unknown fact, a missing file, a bad option or
+store); 130 interrupted; 141 stdout closed early (`| head`), quietly.
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import os
 import sys
-from typing import Any, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence, NoReturn
 
 from . import _render
 from .kernelfile import resolve, unwrap
@@ -23,11 +28,106 @@ from .errors import TunegateError
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_DETECTED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DETECTED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 1, 2, 130, 141
+MAX_CONFIG_TEXT = 10_000
+MAX_LOOPS = 16  # `space show --loops/--blocks`: beyond this the table is no use to a person
 
 
 class UsageError(ValueError, TunegateError):
     """Bad command-line input that is not one of the library's own errors."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as one `tunegate: error:` line (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"tunegate: error: {message} (see `{self.prog} --help`)\n")
+
+
+# -- option types: every value is checked before any work starts -------------------------------
+def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, "
+                                         f"got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2**63 - 1, got {value}")
+    return value
+
+
+def _store_path(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a file path, or leave the option out "
+                                         "for the default store")
+    return text
+
+
+def _strategy(text: str) -> str:
+    from .autotune.strategies import STRATEGIES
+
+    known = ["auto", *STRATEGIES]
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"unknown strategy {text!r} (known: "
+                                         f"{', '.join(known)})")
+    return text
+
+
+def _days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of days, 0 or more, "
+                                         f"got {text!r}")
+    return value
+
+
+@contextmanager
+def _user_output_to_stderr() -> Iterator[None]:
+    """While user code runs (a kernel file's import, its workers): its stdout goes to stderr,
+    at the file-descriptor level too (workers inherit it), so it never mixes with our output."""
+    sys.stdout.flush()
+    saved_stream, sys.stdout = sys.stdout, sys.stderr
+    try:
+        saved_fd = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        saved_fd = None
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        if saved_fd is not None:
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+        sys.stdout = saved_stream
 
 
 def _env_overrides(pairs: Sequence[str]) -> dict[str, str]:
@@ -56,12 +156,16 @@ def _kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
         return None, None
     from .autotune.task import Task
 
-    _, obj = resolve(reference, Task)
+    with _user_output_to_stderr():
+        _, obj = resolve(reference, Task)
     obj = getattr(obj, "task", obj)  # a function decorated with tunegate's legacy decorator
     if isinstance(obj, Task):
         return detect_traits(obj.kernel), obj
     configs = next((k.configs for k in _links(obj) if hasattr(k, "configs")), None)
     kernel = unwrap(obj)
+    if not hasattr(kernel, "fn") and not callable(kernel):
+        raise UsageError(f"{reference} is a {type(obj).__name__}, not a kernel or a tunegate "
+                         "Task")
     if configs:  # a triton.autotune'd kernel: its config list is the space
         task = Task(name=kernel.__name__, kernel=kernel, configs=list(configs), grid=(1,),
                     make_inputs=_no_inputs, outputs=())
@@ -81,7 +185,16 @@ def _no_inputs(seed: int) -> dict[str, Any]:
 
 
 def _config(text: str, space: Space | None) -> tuple[Config, Space]:
-    values = parse_config_text(text)
+    if len(text) > MAX_CONFIG_TEXT:
+        raise UsageError(f"the config text is {len(text)} characters long; at most "
+                         f"{MAX_CONFIG_TEXT} are read")
+    try:
+        values = parse_config_text(text)
+    except TunegateError:
+        raise
+    except (ValueError, TypeError, RecursionError, MemoryError, OverflowError) as e:
+        raise UsageError(f"cannot read the config text: {str(e)[:200] or type(e).__name__}") \
+            from None
     if space is None:
         space = helion_space_for(values)
     return space.complete(values), space
@@ -89,6 +202,14 @@ def _config(text: str, space: Space | None) -> tuple[Config, Space]:
 
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, default=str))
+
+
+def _store(path: str | None) -> Any:
+    """The tuning store at `path` (else the default); lock waits are reported on stderr."""
+    from .autotune.store import open_store
+
+    return open_store(path, on_wait=lambda message: print(f"tunegate: {message}",
+                                                          file=sys.stderr))
 
 
 # -- policy ----------------------------------------------------------------------------------
@@ -99,9 +220,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     verdict = policy.explain(config, space, env, traits)
     history = outcome = compared_with = None
     if task is not None:
-        from .autotune.store import open_store
 
-        history = open_store(args.store).history(task.kernel_hash(), config, task.fingerprint())
+        history = _store(args.store).history(task.kernel_hash(), config, task.fingerprint())
         outcome = _render.tuning_outcome(history)
         compared_with = ("the reference function" if task.reference is not None else
                          "the baseline config (the task has no reference), not ground truth")
@@ -242,6 +362,162 @@ def cmd_space_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- tune ------------------------------------------------------------------------------------
+def _progress(event: dict[str, Any]) -> None:
+    """One line per trial on stderr, for people watching."""
+    if event["event"] == "start":
+        print(f"tuning with the {event['strategy']} strategy, up to {event['budget']} configs",
+              file=sys.stderr)
+    elif event["event"] == "trial":
+        t = event["trial"]
+        what = f"{t.time_ms:10.4g} ms" if t.time_ms is not None else f"{t.status:>13}"
+        if t.status == "ok" and t.stressed:
+            what += " (stressed)"
+        text = ", ".join(f"{k}={v}" for k, v in t.config.items())
+        print(f"[{event['n']:>3}] {what:<24} {text}", file=sys.stderr)
+    elif event["event"] == "winner_check":
+        print(f"      stress-checking the fastest: {event['config'].text()}", file=sys.stderr)
+    elif event["event"] == "stress":
+        t = event["trial"]
+        print(f"      {t.status}: " + (t.reason.summary if t.reason else t.checked()),
+              file=sys.stderr)
+
+
+def _task_ref(reference: str, found: Any) -> Any:
+    """Where worker processes find `found`, the object `reference` (FILE:NAME, module:NAME or
+    FILE) names: by module name when it is importable, else by file."""
+    from .autotune.api import task_ref
+    from .autotune.worker import TaskRef
+    from .kernelfile import import_reference
+
+    left, sep, name = reference.rpartition(":")
+    if not sep or (len(left) == 1 and left.isalpha()):
+        left, name = reference, ""
+    module = import_reference(left)  # imported already by `resolve`: this is a lookup
+    if not name or "." in name:
+        name = next((k for k, v in vars(module).items() if v is found), "")
+    if not name:  # an attribute of an attribute: found through its kernel's module
+        return task_ref(found)
+    spec = getattr(module, "__spec__", None)
+    by_name = spec is not None and spec.name != "__main__" and not spec.name.startswith(
+        "tunegate_user_")
+    return TaskRef(str(Path(module.__file__ or left).resolve()), name,
+                   module=spec.name if by_name else None)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Tune; with --json the result (or the error) is printed on every exit, and nothing the
+    kernel file or its workers print reaches stdout."""
+    try:
+        with _user_output_to_stderr():
+            code, text = _tune(args)
+    except (Exception, KeyboardInterrupt) as e:
+        if args.json:
+            print(json.dumps({"task": args.task, "best": None, "trials": [],
+                              "error": f"{type(e).__name__}: {e}" if str(e) else
+                              type(e).__name__}, indent=2))
+        raise
+    if text:
+        print(text)
+    return code
+
+
+def _tune(args: argparse.Namespace) -> tuple[int, str]:
+    """The exit code and what to print on stdout."""
+    from .autotune.backend import interpret_without_gpu
+    from .autotune.stress import StressCheck
+
+    try:
+        stress = StressCheck(min_launches=args.stress_min, max_launches=args.stress_max,
+                             seconds=args.stress_seconds, draws=args.stress_draws)
+    except ValueError as e:
+        raise UsageError(f"bad stress-check options: {e}") from None
+    interpret_without_gpu()  # before the kernel file is imported: triton reads it at @jit
+    from .autotune.task import Task
+    from .autotune.tuner import Budget, TuneError, Tuner
+
+    file, found = resolve(args.task, Task)
+    task = getattr(found, "task", found)  # a kernel decorated with tunegate.autotuned
+    if not isinstance(task, Task):
+        raise UsageError(f"{args.task} names a {type(found).__name__}, not a tunegate Task "
+                         "(or a kernel decorated with tunegate.autotuned)")
+    ref = _task_ref(args.task, found)
+    reference = f"{file}:{ref.name}"
+    tuner = Tuner(task, ref, policy=Policy.load(extra=args.policy), store=_store(args.store),
+                  strategy=args.strategy, budget=Budget(configs=args.budget,
+                                                        seconds=args.seconds),
+                  seed=args.seed, draws=args.draws, timeout=args.timeout, stress=stress,
+                  retune=args.retune, recheck_reused=not args.no_recheck,
+                  progress=None if args.json else _progress)
+    try:
+        result = tuner.run()
+    except TuneError as e:
+        print(f"tunegate: tuning failed: {e}", file=sys.stderr)
+        if args.json:
+            return EXIT_DETECTED, json.dumps(
+                e.result.model_dump(mode="json") if e.result is not None else
+                {"task": task.name, "best": None, "trials": [], "error": str(e)}, indent=2)
+        if e.result is not None and e.result.trials:
+            return EXIT_DETECTED, _render.tuning_summary(e.result, reference)
+        return EXIT_DETECTED, ""
+    if args.json:
+        return EXIT_OK, json.dumps(result.model_dump(mode="json"), indent=2)
+    return EXIT_OK, _render.tuning_summary(result, reference)
+
+
+# -- store -----------------------------------------------------------------------------------
+def _existing_store(args: argparse.Namespace) -> Any:
+    """The store the command names, or None (said on stderr) when there is none yet."""
+    from .autotune.store import default_store_path
+
+    path = Path(args.store) if args.store is not None else default_store_path()
+    if not path.exists():
+        print(f"tunegate: no tuning store at {path} yet", file=sys.stderr)
+        return None
+    return _store(str(path))
+
+
+def _known_kernel(store: Any, name: str | None) -> None:
+    if name is not None and name not in (known := store.kernel_names()):
+        raise UsageError(f"no kernel named {name!r} in the tuning store at {store.path} "
+                         f"(it has: {', '.join(known) or 'none'})")
+
+
+def cmd_store_list(args: argparse.Namespace) -> int:
+    store = _existing_store(args)
+    bests = [] if store is None else store.bests(args.kernel)
+    if args.json:
+        _print_json([_render.best_entry(b) for b in bests])
+    elif bests:
+        print(_render.store_listing(bests))
+    else:
+        print("no stored results" + (f" for {args.kernel}" if args.kernel else ""))
+    return EXIT_OK
+
+
+def cmd_store_clear_quarantine(args: argparse.Namespace) -> int:
+    store = _existing_store(args)
+    if store is None:
+        return EXIT_OK
+    _known_kernel(store, args.kernel)
+    n = store.clear_quarantine(args.kernel)
+    print(f"cleared {n} quarantined trial(s){f' of {args.kernel}' if args.kernel else ''} in "
+          f"{store.path}: their configs are measured again by the next run")
+    return EXIT_OK
+
+
+def cmd_store_prune(args: argparse.Namespace) -> int:
+    if args.older_than is None and args.kernel is None:
+        raise UsageError("say what to prune: --older-than DAYS, --kernel NAME, or both")
+    store = _existing_store(args)
+    if store is None:
+        return EXIT_OK
+    _known_kernel(store, args.kernel)
+    bests, trials = store.prune(args.older_than, args.kernel)
+    print(f"pruned {bests} best config(s) and {trials} trial(s) from {store.path}")
+    return EXIT_OK
+
+
 # -- parser ----------------------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, *, env: bool = True) -> None:
     p.add_argument("--policy", action="append", default=[], metavar="FILE",
@@ -256,7 +532,7 @@ def _common(p: argparse.ArgumentParser, *, env: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tunegate", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="tunegate", description=__doc__.splitlines()[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
 
     policy = verbs.add_parser("policy", help="read, check and apply policies").add_subparsers(
@@ -266,7 +542,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", metavar="FILE:NAME", help="a kernel or task: its traits and space")
     p.add_argument("--fail-on", choices=["excluded", "experimental"],
                    help="exit 1 when the verdict is at least this")
-    p.add_argument("--store", metavar="PATH", help="tuning store to read history from")
+    p.add_argument("--store", metavar="PATH", type=_store_path,
+                   help="tuning store to read history from")
     _common(p)
     p.set_defaults(run=cmd_explain)
     p = policy.add_parser("check", help="validate policy files (default: the effective layers)")
@@ -285,20 +562,79 @@ def build_parser() -> argparse.ArgumentParser:
     p = space.add_parser("show", help="a space, its features and what the policy removes")
     p.add_argument("--kernel", metavar="FILE:NAME", help="a task whose space to show")
     p.add_argument("--config", help="size a Helion space from this config")
-    p.add_argument("--blocks", type=int, default=1, help="Helion space: number of blocks")
-    p.add_argument("--loops", type=int, default=1, help="Helion space: number of loops")
+    p.add_argument("--blocks", type=_integer(1, MAX_LOOPS), default=1,
+                   help="Helion space: number of blocks")
+    p.add_argument("--loops", type=_integer(1, MAX_LOOPS), default=1,
+                   help="Helion space: number of loops")
     _common(p)
     p.set_defaults(run=cmd_space_show)
 
-    from .autotune.cli import add_tune_parser
-
-    add_tune_parser(verbs)
+    _tune_parser(verbs)
+    _store_parser(verbs)
     p = verbs.add_parser("run", help="run a program with every triton.autotune tuned by tunegate",
                          usage="tunegate run [-m MODULE | SCRIPT] [ARGS ...]")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     p.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT and its arguments")
     p.set_defaults(run=cmd_run)
     return parser
+
+
+def _tune_parser(verbs: Any) -> None:
+    p = verbs.add_parser("tune", help="tune a kernel file's task (see README: kernel files)")
+    p.add_argument("task", metavar="FILE[:TASK]", help="a Python file declaring a tunegate Task")
+    p.add_argument("--budget", type=_integer(1), default=64, help="most configs to measure (64)")
+    p.add_argument("--seconds", type=_seconds, help="wall-clock budget in seconds")
+    p.add_argument("--strategy", default="auto", type=_strategy,
+                   help="auto (default), exhaustive, random or pattern")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for search and inputs")
+    p.add_argument("--draws", type=_integer(1), default=2,
+                   help="input draws per accuracy check, at least 1 (2)")
+    p.add_argument("--timeout", type=_seconds,
+                   help="seconds per config before it is killed (GPU 60, interpreter 300)")
+    p.add_argument("--store", metavar="PATH", type=_store_path,
+                   help="SQLite store (default: user cache dir)")
+    p.add_argument("--policy", action="append", default=[], metavar="FILE",
+                   help="an extra policy layer (highest); may be repeated")
+    p.add_argument("--stress-min", type=_integer(1), metavar="N",
+                   help="least launches per stress check (GPU 200, interpreter 8)")
+    p.add_argument("--stress-max", type=_integer(1), metavar="N",
+                   help="most launches per stress check (GPU 1000, interpreter 16)")
+    p.add_argument("--stress-seconds", type=_seconds, metavar="S",
+                   help="seconds per stress check: launches beyond the least while they "
+                        "last (GPU 0.25, interpreter 2); experimental configs get a quarter "
+                        "of the check during the search")
+    p.add_argument("--stress-draws", type=_integer(1), metavar="N",
+                   help="fresh input draws per stress check (4)")
+    p.add_argument("--retune", action="store_true",
+                   help="search again even if a stored best config exists")
+    p.add_argument("--no-recheck", action="store_true",
+                   help="reuse a stored best without re-checking it on a fresh draw")
+    p.add_argument("--json", action="store_true",
+                   help="machine-readable result, printed on failure too (with 'error')")
+    p.set_defaults(run=cmd_tune)
+
+
+def _store_parser(verbs: Any) -> None:
+    store = verbs.add_parser("store", help="list and clean the tuning store").add_subparsers(
+        dest="store_verb", required=True)
+
+    def command(name: str, help: str, run: Callable[[argparse.Namespace], int]
+                ) -> argparse.ArgumentParser:
+        p = store.add_parser(name, help=help)
+        p.add_argument("--store", metavar="PATH", type=_store_path,
+                       help="SQLite store (default: $TUNEGATE_STORE, else user cache dir)")
+        p.add_argument("--kernel", metavar="NAME", help="only this kernel (its task's name)")
+        p.set_defaults(run=run)
+        return p
+
+    p = command("list", "the stored best configs: kernel, problem, best, time, partial, when",
+                cmd_store_list)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    command("clear-quarantine", "forget configs that failed an accuracy check, so the next "
+            "run measures them again", cmd_store_clear_quarantine)
+    p = command("prune", "delete stored bests and trials", cmd_store_prune)
+    p.add_argument("--older-than", type=_days, metavar="DAYS",
+                   help="only those stored more than DAYS days ago")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -311,10 +647,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_program(args.program[0], args.program[1:])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _quiet_stdout() -> None:
+    """After a closed pipe: send what is left for stdout to /dev/null, so that flushing at exit
+    raises no second BrokenPipeError."""
     try:
-        return args.run(args)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0) or a bad command line (2, said on stderr)
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    try:
+        code = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:  # `tunegate ... | head -1`: the reader has all it wants
+        _quiet_stdout()
+        return EXIT_PIPE
     except (TunegateError, FileNotFoundError) as e:
         print(f"tunegate: error: {e}", file=sys.stderr)
         if isinstance(e, PolicyError):
@@ -323,4 +677,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_DETECTED if isinstance(e, RuntimeError) else EXIT_USAGE
     except KeyboardInterrupt:
         print("tunegate: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

@@ -7,7 +7,10 @@ hash, so that `explain` can list a config's history across edits of the task.
 Concurrency contract: any number of processes may read and write one database at once. Every
 write is one short `BEGIN IMMEDIATE` transaction on a connection of its own, the journal is WAL
 and writers wait up to `timeout` seconds for the lock, so concurrent tuners serialize their
-writes and never corrupt the file. Nothing is pickled: configs and evidence are JSON.
+writes and never corrupt the file; a writer that waits longer than `timeout` gets a
+`StoreError`, after `on_wait` was told about each wait. The best for a key is the fastest
+correct config across runs: `save_best` compares with the stored one in its own write
+transaction. Nothing is pickled: configs and evidence are JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..reasons import Reason
 from ..space.space import Config
@@ -26,7 +29,7 @@ from ..errors import TunegateError
 
 __all__ = ["Best", "Store", "StoreError", "TrialKey", "default_store_path", "open_store"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -59,6 +62,10 @@ CREATE TABLE IF NOT EXISTS best (
     time_ms REAL,
     timing TEXT,
     created REAL NOT NULL,
+    kernel_name TEXT NOT NULL DEFAULT '',
+    partial INTEGER NOT NULL DEFAULT 0,
+    measured INTEGER,
+    budget INTEGER,
     PRIMARY KEY (task, problem, env)
 );
 """
@@ -72,6 +79,18 @@ _FROM_1 = (
     "DROP INDEX IF EXISTS trials_by_problem",
     "DROP TABLE IF EXISTS best",
 )
+
+# Schema 2 had no partial bests (an interrupted run's best was stored as final) and no kernel
+# name on a best; its bests are kept as final ones.
+_FROM_2 = (
+    "ALTER TABLE best ADD COLUMN kernel_name TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE best ADD COLUMN partial INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE best ADD COLUMN measured INTEGER",
+    "ALTER TABLE best ADD COLUMN budget INTEGER",
+    "UPDATE best SET kernel_name = COALESCE((SELECT kernel_name FROM trials "
+    "WHERE trials.task = best.task LIMIT 1), '')",
+)
+_DAY = 86400.0
 
 
 def default_store_path() -> Path:
@@ -98,10 +117,32 @@ class TrialKey:
 
 @dataclass(frozen=True)
 class Best:
+    """A stored best config; `partial` when it comes from a run stopped before its budget was
+    spent (`measured` of `budget` configs): the next run searches on instead of reusing it."""
+
     config: Config
     policy: str
     time_ms: float | None
     timing: str | None
+    partial: bool = False
+    measured: int | None = None
+    budget: int | None = None
+    task: str = ""
+    problem: str = ""
+    env: str = ""
+    kernel_name: str = ""
+    created: float = 0.0
+
+    @classmethod
+    def _from_row(cls, row: sqlite3.Row) -> "Best":
+        return cls(Config.from_json(row["config"]), row["policy"], row["time_ms"], row["timing"],
+                   bool(row["partial"]), row["measured"], row["budget"], row["task"],
+                   row["problem"], row["env"], row["kernel_name"], row["created"])
+
+
+def _faster(new: float | None, old: float | None) -> bool:
+    """Whether a time `new` beats `old`; a missing time beats nothing and loses to any."""
+    return new is not None and (old is None or new < old)
 
 
 class StoreError(ValueError, TunegateError):
@@ -111,14 +152,32 @@ class StoreError(ValueError, TunegateError):
 class Store:
     """A SQLite tuning store at `path` (created on first use)."""
 
-    def __init__(self, path: str | os.PathLike[str], timeout: float = 60.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], timeout: float = 60.0,
+                 on_wait: Callable[[str], None] | None = None) -> None:
+        if not str(path):
+            raise StoreError("the tuning store path is empty: give a file path, or leave the "
+                             "option out for the default store")
         self.path = Path(path)
         self.timeout = timeout
+        self.on_wait = on_wait or (lambda message: None)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
+        except StoreError:
+            raise
         except (OSError, sqlite3.Error) as e:
-            raise StoreError(f"cannot open the tuning store at {self.path}: {e}") from None
+            raise StoreError(f"cannot open the tuning store at {self.path}: {e}"
+                             + self._advice(e)) from None
+
+    def _advice(self, e: BaseException) -> str:
+        """What to do about a store error: wait for a lock, or move a damaged file away."""
+        if isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
+            return (f"; another process held its lock for over {self.timeout:.0f} s: "
+                    "try again when it is done")
+        if isinstance(e, (sqlite3.DatabaseError, ValueError)):
+            return ("; the file is damaged: move it away or delete it (tunegate then starts a "
+                    "new store and tunes again), or pass another with --store")
+        return ""
 
     def _migrate(self) -> None:
         """Create the schema, or bring an older tunegate's database up to `SCHEMA_VERSION`."""
@@ -131,7 +190,10 @@ class Store:
                 return
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master "
                                                "WHERE type='table'")}
-            if "trials" in tables:
+            if version == 2:
+                for statement in _FROM_2:
+                    db.execute(statement)
+            elif "trials" in tables:
                 columns = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
                 if "run" not in columns:
                     raise StoreError(f"{self.path} is not a tunegate tuning store")
@@ -151,25 +213,55 @@ class Store:
         db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
         return db
 
+    def _begin(self, db: sqlite3.Connection) -> None:
+        """Take the write lock, waiting in steps of a few seconds (each reported to `on_wait`)
+        up to `timeout` in all; then the lock error propagates."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            step = max(0.0, min(5.0, max(0.1, self.timeout / 4), deadline - time.monotonic()))
+            db.execute(f"PRAGMA busy_timeout={int(step * 1000)}")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() >= deadline:
+                    raise
+                left = deadline - time.monotonic()
+                self.on_wait(f"the tuning store {self.path} is locked by another process; "
+                             f"waiting up to {left:.0f} s more")
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         db = self._connect()
         try:
-            db.execute("BEGIN IMMEDIATE")
+            self._begin(db)
             yield db
             db.execute("COMMIT")
-        except BaseException:
+        except BaseException as e:
             if db.in_transaction:
                 db.execute("ROLLBACK")
+            if isinstance(e, (sqlite3.Error, ValueError)) and not isinstance(e, StoreError):
+                raise StoreError(f"cannot write the tuning store at {self.path}: {e}"
+                                 + self._advice(e)) from None
             raise
         finally:
             db.close()
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        db = self._connect()
+        """A connection for reading; a damaged file or row becomes a StoreError saying so."""
+        try:
+            db = self._connect()
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot read the tuning store at {self.path}: {e}"
+                             + self._advice(e)) from None
         try:
             yield db
+        except (sqlite3.Error, ValueError) as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"cannot read the tuning store at {self.path}: {e}"
+                             + self._advice(e)) from None
         finally:
             db.close()
 
@@ -201,24 +293,78 @@ class Store:
         with self._read() as db:
             rows = db.execute("SELECT config, reason FROM trials WHERE task=? AND problem=? "
                               "AND env=? AND status='wrong'", (task, problem, env)).fetchall()
-        return {Config.from_json(r["config"]): Reason.model_validate_json(r["reason"])
-                for r in rows}
+            return {Config.from_json(r["config"]): Reason.model_validate_json(r["reason"])
+                    for r in rows}
 
     def best(self, task: str, problem: str, env: str) -> Best | None:
         with self._read() as db:
             row = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
                              (task, problem, env)).fetchone()
-        if row is None:
-            return None
-        return Best(Config.from_json(row["config"]), row["policy"], row["time_ms"], row["timing"])
+            return None if row is None else Best._from_row(row)
 
     def save_best(self, key: TrialKey, config: Config, time_ms: float | None,
-                  timing: str | None) -> None:
+                  timing: str | None, *, partial: bool = False, measured: int | None = None,
+                  budget: int | None = None) -> Best:
+        """Store `config` as the best for the key unless the stored one is faster; returns the
+        best stored afterwards. Read and write are one transaction, so of two runs that finish
+        together the faster wins, never the later. The key stays partial only while every run
+        that stored it was partial."""
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO best (task, kernel, problem, env, policy, config, "
-                       "time_ms, timing, created) VALUES (?,?,?,?,?,?,?,?,?)",
-                       (key.task, key.kernel, key.problem, key.env, key.policy, config.key(),
-                        time_ms, timing, time.time()))
+            old = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
+                             (key.task, key.problem, key.env)).fetchone()
+            if old is not None and not _faster(time_ms, old["time_ms"]) and \
+                    Config.from_json(old["config"]) != config:
+                if old["partial"] and not partial:
+                    db.execute("UPDATE best SET partial=0, measured=NULL, budget=NULL WHERE "
+                               "task=? AND problem=? AND env=?",
+                               (key.task, key.problem, key.env))
+            else:
+                keep_partial = partial and (old is None or bool(old["partial"]))
+                if old is not None and not _faster(time_ms, old["time_ms"]):
+                    time_ms = old["time_ms"]  # the same config: keep its best time
+                db.execute("INSERT OR REPLACE INTO best (task, kernel, kernel_name, problem, "
+                           "env, policy, config, time_ms, timing, created, partial, measured, "
+                           "budget) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           (key.task, key.kernel, key.kernel_name, key.problem, key.env,
+                            key.policy, config.key(), time_ms, timing, time.time(),
+                            int(keep_partial), measured if keep_partial else None,
+                            budget if keep_partial else None))
+            row = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
+                             (key.task, key.problem, key.env)).fetchone()
+            return Best._from_row(row)
+
+    def bests(self, kernel_name: str | None = None) -> list[Best]:
+        """Every stored best (of one kernel, by name), newest first."""
+        with self._read() as db:
+            rows = db.execute("SELECT * FROM best WHERE ? IS NULL OR kernel_name=? "
+                              "ORDER BY created DESC", (kernel_name, kernel_name)).fetchall()
+            return [Best._from_row(r) for r in rows]
+
+    def kernel_names(self) -> list[str]:
+        """The names of the kernels with stored trials or bests."""
+        with self._read() as db:
+            rows = db.execute("SELECT kernel_name FROM trials UNION SELECT kernel_name FROM best "
+                              "ORDER BY 1").fetchall()
+            return [r[0] for r in rows if r[0]]
+
+    def clear_quarantine(self, kernel_name: str | None = None) -> int:
+        """Delete the trials that failed an accuracy check (of one kernel, by name), so the next
+        run measures those configs again; returns how many were deleted."""
+        with self._write() as db:
+            return db.execute("DELETE FROM trials WHERE status='wrong' AND (? IS NULL OR "
+                              "kernel_name=?)", (kernel_name, kernel_name)).rowcount
+
+    def prune(self, older_than_days: float | None = None, kernel_name: str | None = None
+              ) -> tuple[int, int]:
+        """Delete bests and trials older than `older_than_days` (all ages if None) of one kernel
+        (all if None); returns (bests, trials) deleted."""
+        cutoff = time.time() - older_than_days * _DAY if older_than_days is not None else None
+        where = "(? IS NULL OR created < ?) AND (? IS NULL OR kernel_name=?)"
+        args = (cutoff, cutoff, kernel_name, kernel_name)
+        with self._write() as db:
+            bests = db.execute(f"DELETE FROM best WHERE {where}", args).rowcount
+            trials = db.execute(f"DELETE FROM trials WHERE {where}", args).rowcount
+        return bests, trials
 
     def forget_best(self, task: str, problem: str, env: str) -> None:
         with self._write() as db:
@@ -264,5 +410,7 @@ class Store:
             return db.execute("PRAGMA integrity_check").fetchone()[0]
 
 
-def open_store(path: str | os.PathLike[str] | None = None) -> Store:
-    return Store(path or default_store_path())
+def open_store(path: str | os.PathLike[str] | None = None,
+               on_wait: Callable[[str], None] | None = None) -> Store:
+    """The store at `path`, else the default one; an empty path is an error, not the default."""
+    return Store(default_store_path() if path is None else path, on_wait=on_wait)

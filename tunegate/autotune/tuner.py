@@ -26,7 +26,7 @@ from ..space.space import Config, Space
 from .evaluator import CheckFailed, Evaluator, Trial, failure_reason
 from .fingerprint import codegen_environment, digest
 from .pool import WorkerPool
-from .store import Best, Store, TrialKey, open_store
+from .store import Best, Store, StoreError, TrialKey, open_store
 from .strategies import make_strategy
 from .stress import StressCheck
 from .task import Task
@@ -160,11 +160,22 @@ class Tuner:
 
     def _record(self, trial: Trial) -> None:
         self.trials.append(trial)
-        self._rows.append(self.store.record(
-            self._key, Config(values=trial.config), trial.status, time_ms=trial.time_ms,
-            timing=self._timing, checked_draws=trial.checked_draws,
-            checked_launches=trial.checked_launches, reason=trial.reason))
+        try:
+            row = self.store.record(
+                self._key, Config(values=trial.config), trial.status, time_ms=trial.time_ms,
+                timing=self._timing, checked_draws=trial.checked_draws,
+                checked_launches=trial.checked_launches, reason=trial.reason)
+        except StoreError as e:
+            row = 0  # no such row: later updates of it change nothing
+            self._store_failed(e)
+        self._rows.append(row)
         self.progress({"event": "trial", "n": len(self.trials), "trial": trial})
+
+    def _store_failed(self, error: StoreError) -> None:
+        """Note, once, that the store failed: this run's results are then only in its result."""
+        note = f"the tuning store failed, so what follows is only in this report: {error}"
+        if not any(n.startswith("the tuning store failed") for n in self.notes):
+            self.notes.append(note)
 
     def _result(self, start: float, **fields: Any) -> TuneResult:
         k = self._key
@@ -234,15 +245,58 @@ class Tuner:
         if stored is not None:
             return self._result(start, best=stored.config.values, best_time_ms=stored.time_ms,
                                 reused=True)
-        interrupted = self._search(pool, start)
+        stopped: BaseException | None = None
+        try:
+            interrupted = self._search(pool, start)
+        except WorkerSetupError as e:
+            interrupted, stopped = True, e
         self._check_baseline_support(start)
-        best, best_time = self._winner()
+        try:
+            if stopped is not None:  # no worker left to stress-check with
+                raise stopped
+            best, best_time = self._winner()
+        except (KeyboardInterrupt, WorkerSetupError) as e:
+            pool.run.stop()  # a request may be in flight: its answer must never be read
+            interrupted = True
+            best, best_time = self._stressed_winner()
+            self.notes.append("the run was stopped before its end ("
+                              + ("a second Ctrl-C" if isinstance(e, KeyboardInterrupt) else
+                                 f"a worker could not be restarted: {e}") + "); "
+                              + ("the fastest config that had passed the stress check is "
+                                 "reported" if best is not None else
+                                 "no config had passed the stress check"))
         if best is None:
             raise TuneError(self._no_winner_message(), self._result(start,
                                                                     interrupted=interrupted))
-        self.store.save_best(self._key, best, best_time, self._timing)
+        self._save(best, best_time, interrupted)
         return self._result(start, best=best.values, best_time_ms=best_time,
                             interrupted=interrupted)
+
+    def _save(self, best: Config, best_time: float | None, interrupted: bool) -> None:
+        """Store the run's best; an interrupted run's as partial. The store keeps the faster of
+        it and an earlier run's; the notes say when that is not this run's."""
+        try:
+            stored = self.store.save_best(self._key, best, best_time, self._timing,
+                                          partial=interrupted, measured=len(self.trials),
+                                          budget=self.budget.configs)
+        except StoreError as e:
+            self._store_failed(e)
+            return
+        if stored.config != best:
+            self.notes.append(f"the store keeps {stored.config.text()}, measured faster "
+                              f"({stored.time_ms:.4g} ms) by an earlier run")
+        if stored.partial:
+            self.notes.append(f"only {len(self.trials)} of up to {self.budget.configs} configs "
+                              "were measured: the best is stored as partial, and the next run "
+                              "searches again instead of reusing it")
+
+    def _stressed_winner(self) -> tuple[Config | None, float | None]:
+        """The fastest config that already passed the whole stress check, if any."""
+        passed = [t for t in self.trials if t.status == "ok" and t.stressed]
+        if not passed:
+            return None, None
+        fastest = min(passed, key=lambda t: t.time_ms)  # type: ignore[arg-type,return-value]
+        return Config(values=fastest.config), fastest.time_ms
 
     def _reuse(self) -> Best | None:
         """The stored best, if it may be reused: same keys, allowed now, re-checked."""
@@ -250,16 +304,23 @@ class Tuner:
         stored = self.store.best(k.task, k.problem, k.env)
         if stored is None:
             return None
-        if self.retune:
-            self.notes.append(f"retune requested: the stored best {stored.config.text()} is "
-                              "searched against again")
-            return None
-        if not self.region.contains(stored.config):
+        if not self.region.contains(stored.config):  # first: the store keeps the faster of
+            # a stored best and the run's, so an excluded one must go
             rules = ", ".join(m.rule for m in self.region.verdict(stored.config).matched
                               if m.action == "disable")
             self.notes.append(f"stored best {stored.config.text()} is now excluded by {rules}; "
                               "retuned")
-            self.store.forget_best(k.task, k.problem, k.env)
+            self._forget()
+            return None
+        if self.retune:
+            self.notes.append(f"retune requested: the stored best {stored.config.text()} is "
+                              "searched against again")
+            return None
+        if stored.partial:  # the search continues: configs are measured again, and the store
+            # keeps the faster of the two bests
+            self.notes.append(f"the stored best {stored.config.text()} comes from an "
+                              f"interrupted run ({stored.measured} of {stored.budget} configs "
+                              "measured): searched again")
             return None
         if stored.policy != k.policy:
             self.notes.append("the policy changed since this best was stored and may now allow "
@@ -276,11 +337,18 @@ class Tuner:
             self.notes.append(f"stored best {stored.config.text()} failed its re-check on a "
                               f"fresh draw ({trial.reason.summary if trial.reason else ''}); "
                               "retuned")
-            self.store.forget_best(k.task, k.problem, k.env)
+            self._forget()
             return None
         _RECHECKED.add(mark)
         self.notes.append(f"stored best {stored.config.text()} re-checked on a fresh draw")
         return stored
+
+    def _forget(self) -> None:
+        k = self._key
+        try:
+            self.store.forget_best(k.task, k.problem, k.env)
+        except StoreError as e:
+            self._store_failed(e)
 
     def _precompile(self, pool: WorkerPool, batch: list[Config]) -> list[Config]:
         """Compile a batch in parallel isolated workers; returns the configs that compiled."""
@@ -363,10 +431,13 @@ class Tuner:
                 self.progress({"event": "winner_check", "config": config})
                 checked = self._evaluator.stress(trial)
                 self.trials[i] = checked
-                self.store.update(self._rows[i], checked.status, time_ms=checked.time_ms,
-                                  checked_draws=checked.checked_draws,
-                                  checked_launches=checked.checked_launches,
-                                  reason=checked.reason)
+                try:
+                    self.store.update(self._rows[i], checked.status, time_ms=checked.time_ms,
+                                      checked_draws=checked.checked_draws,
+                                      checked_launches=checked.checked_launches,
+                                      reason=checked.reason)
+                except StoreError as e:
+                    self._store_failed(e)
                 self.progress({"event": "stress", "trial": checked})
                 if checked.status != "ok":
                     continue

@@ -11,7 +11,7 @@ from ..space.features import FEATURES_VERSION
 from ..space.space import Config, Space
 from .availability import availability_rules
 from .env import Environment
-from .layers import AppliedLayer, LayerReport, override
+from .layers import AppliedLayer, LayerReport, Override, override
 from .loader import PolicyError, Problem, discover_layers, load_file
 from .region import Region, gate
 from .rules import Rule, SwitchOff

@@ -9,7 +9,7 @@ the comparison is ours, so no installed `packaging` version's pre-release defaul
 from __future__ import annotations
 
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from ..errors import TunegateError
 
 __all__ = ["InvalidGate", "VersionGate", "parse_version"]
