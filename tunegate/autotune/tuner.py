@@ -8,11 +8,13 @@ and is re-checked on a fresh draw once per process before its first reuse.
 
 from __future__ import annotations
 
+import queue
 import random
+import threading
 import time
 import uuid
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +27,7 @@ from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import CheckFailed, Evaluator, Trial, failure_reason
 from .fingerprint import codegen_environment, digest
-from .pool import WorkerPool
+from .pool import WorkerPool, cpu_cores, device_count
 from .store import Best, Store, TrialKey, open_store
 from .strategies import make_strategy
 from .stress import StressCheck
@@ -122,6 +124,9 @@ class Tuner:
 
     `stress` sizes the stress check (see `StressCheck`); `retune` ignores a stored best;
     `recheck_reused` re-checks a stored best on a fresh draw once per process before reuse.
+    `devices` is how many run workers measure configs side by side: one per GPU (each sees only
+    its own), by default every visible GPU or TUNEGATE_DEVICES; under the interpreter N
+    simulated devices. `compile_workers` defaults to the CPU cores this process may use.
     """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
@@ -129,14 +134,14 @@ class Tuner:
                  strategy: str = "auto", budget: Budget = Budget(), seed: int = 0,
                  draws: int = 2, timeout: float | None = None, compile_workers: int | None = None,
                  stress: StressCheck = StressCheck(), retune: bool = False,
-                 recheck_reused: bool = True,
+                 recheck_reused: bool = True, devices: int | None = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.task, self.ref = task, ref
         self.policy = policy or Policy.load()
         self.env = env or detect_environment(probe_device=True)
         self.store = store or open_store()
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
-        self.timeout, self.compile_workers = timeout, compile_workers
+        self.timeout, self.compile_workers, self.devices = timeout, compile_workers, devices
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.progress = progress or (lambda event: None)
         self.traits = detect_traits(task.kernel)
@@ -175,7 +180,7 @@ class Tuner:
             else self.task.space.cardinality(),
             compared_with=self._compared_with, notes=self.notes,
             wall_seconds=time.perf_counter() - start,
-            check_seconds=self._evaluator.seconds if self._evaluator else 0.0,
+            check_seconds=sum(e.seconds for e in self._evaluators),
             **{"best": None, "best_time_ms": None, "trials": self.trials, **fields})
 
     # -- the run ---------------------------------------------------------------------------
@@ -183,6 +188,7 @@ class Tuner:
         """Tune; raises TuneError (with the partial result) when no correct config is found."""
         start = time.perf_counter()
         self._evaluator: Evaluator | None = None
+        self._evaluators: list[Evaluator] = []
         baseline = None if self.task.reference is not None else baseline_config(
             self.task.space, self.region.binding)
         self._compared_with = "the reference function" if baseline is None else (
@@ -195,14 +201,14 @@ class Tuner:
         pool = self._start(baseline)
         try:
             self._timing = pool.run.kind or "interpreter"
-            self._timeout = self.timeout or (60.0 if self._timing == "gpu" else 300.0)
             self._key = TrialKey(
                 run=uuid.uuid4().hex[:12], task=self.task.fingerprint(),
                 kernel=self.task.kernel_hash(), kernel_name=self.task.name,
                 problem=pool.run.problem_key or "", policy=self.policy.fingerprint(),
                 env=digest([self.env.fingerprint(), repr(codegen_environment())]))
-            self._evaluator = Evaluator(pool.run, draws=self.draws, stress=self.stress,
-                                        timeout=self._timeout)
+            self._evaluators = [Evaluator(w, draws=self.draws, stress=self.stress,
+                                          timeout=self._timeout) for w in pool.runs]
+            self._evaluator = self._evaluators[0]
             if baseline is not None:
                 self.notes.append(f"no reference: results are compared with "
                                   f"{self._compared_with}")
@@ -214,26 +220,54 @@ class Tuner:
             pool.close()
 
     def _start(self, baseline: Config | None) -> WorkerPool:
+        """The pool, started: only the first run worker when a stored best may be reused
+        (its re-check needs no more), every worker at once otherwise."""
         from .runner import device_kind
 
-        n = self.compile_workers if self.compile_workers is not None else 4
-        gpu = device_kind() == "gpu" and self.task.launch is None
+        gpu = device_kind() == "gpu"
+        self._timeout = self.timeout or (60.0 if gpu else 300.0)
+        compilers = (self.compile_workers if self.compile_workers is not None
+                     else min(4, cpu_cores()))  # each holds a CUDA context until precompile
+        devices = 1 if self.task.reference is None else device_count(gpu, self.devices)
+        if self.task.reference is None and device_count(gpu, self.devices) > 1:
+            self.notes.append("without a reference, configs are measured on one device: the "
+                              "vote on the baseline's output needs every output in one worker")
         pool = WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
-                          else None, compilers=n if gpu else 0,
-                          deterministic=self._deterministic())
+                          else None, compilers=compilers if gpu and self.task.launch is None
+                          else 0, deterministic=self._deterministic(), devices=devices,
+                          gpu=gpu, setup_timeout=self._timeout)
         try:
-            pool.start()
+            if self._may_reuse():
+                pool.start_first()
+            else:
+                pool.start()
         except BaselineFailed as e:
             raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: {e}") from None
         except WorkerSetupError as e:
             raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
         return pool
 
+    def _may_reuse(self) -> bool:
+        """Whether the store holds a best of this task in this environment (for any problem)."""
+        if self.retune:
+            return False
+        env = digest([self.env.fingerprint(), repr(codegen_environment())])
+        with self.store._read() as db:  # read-only; TODO(store owner): a Store.has_best
+            row = db.execute("SELECT 1 FROM best WHERE task=? AND env=? LIMIT 1",
+                             (self.task.fingerprint(), env)).fetchone()
+        return row is not None
+
     def _tune(self, pool: WorkerPool, start: float) -> TuneResult:
         stored = self._reuse()
         if stored is not None:
             return self._result(start, best=stored.config.values, best_time_ms=stored.time_ms,
                                 reused=True)
+        try:
+            pool.start()  # the workers a search needs, if only the first one was started
+        except WorkerSetupError as e:
+            raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+        self._evaluators[1:] = [Evaluator(w, draws=self.draws, stress=self.stress,
+                                          timeout=self._timeout) for w in pool.runs[1:]]
         interrupted = self._search(pool, start)
         self._check_baseline_support(start)
         best, best_time = self._winner()
@@ -316,17 +350,68 @@ class Tuner:
                     results[config] = None
                     self._record(Trial(config=config.values, status="wrong",
                                        reason=quarantined[config]))
-                for config in self._precompile(pool, batch):
-                    if out_of_time():
-                        return False
-                    experimental = self.region.verdict(config).status == "experimental"
-                    trial = self._evaluator.evaluate(config, experimental)
-                    results[config] = trial.time_ms
+                for trial in self._measure(self._precompile(pool, batch), out_of_time):
+                    results[Config(values=trial.config)] = trial.time_ms
                     self._record(trial)
+                if out_of_time():
+                    return False
         except KeyboardInterrupt:
-            pool.run.stop()  # its answer to the interrupted request must not be read as the next
+            for w in pool.runs:  # their answers to interrupted requests must not be read later
+                w.stop()
             return True
         return False
+
+    def _measure(self, configs: list[Config], out_of_time: Callable[[], bool]
+                 ) -> Iterator[Trial]:
+        """Check and time `configs`, spread over the run workers (one per device); trials in
+        the order of `configs`, each exactly once; none started once out of time."""
+        def evaluate(evaluator: Evaluator, config: Config) -> Trial:
+            experimental = self.region.verdict(config).status == "experimental"
+            return evaluator.evaluate(config, experimental)
+
+        if len(self._evaluators) == 1:
+            for config in configs:
+                if out_of_time():
+                    return
+                yield evaluate(self._evaluators[0], config)
+            return
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(len(configs)):
+            todo.put(i)
+        done: dict[int, Trial] = {}
+        finished = threading.Condition()
+
+        def drain(evaluator: Evaluator) -> None:
+            try:
+                while not out_of_time() and not failed:
+                    try:
+                        i = todo.get_nowait()
+                    except queue.Empty:
+                        break
+                    trial = evaluate(evaluator, configs[i])
+                    with finished:
+                        done[i] = trial
+                        finished.notify()
+            except Exception as e:  # CheckFailed: the reference broke; the search must stop
+                failed.append(e)
+            finally:
+                with finished:
+                    drained[0] += 1
+                    finished.notify()
+
+        drained, failed = [0], []  # type: ignore[var-annotated]
+        threads = [threading.Thread(target=drain, args=(e,), daemon=True)
+                   for e in self._evaluators]
+        for t in threads:
+            t.start()
+        for i in range(len(configs)):
+            with finished:
+                while i not in done and drained[0] < len(threads):
+                    finished.wait()
+            if failed:
+                raise failed[0]
+            if i in done:  # else never started: out of time
+                yield done.pop(i)
 
     def _check_baseline_support(self, start: float) -> None:
         """Without a reference: stop if a larger group of configs agree among themselves and
