@@ -15,7 +15,7 @@ from typing import Hashable
 from ..space.space import Config
 from .worker import Reply, Setup, TaskRef, Worker, WorkerSetupError
 
-__all__ = ["WorkerPool", "close_idle_workers", "cpu_cores", "device_count", "visible_devices"]
+__all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count", "visible_devices"]
 
 # Live workers not in use, by (file identity, role); only the last closed pool's are kept.
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
@@ -30,6 +30,11 @@ def close_idle_workers() -> None:
 
 
 atexit.register(close_idle_workers)
+
+
+def idle_workers() -> list[Worker]:
+    """The live workers kept for the next pool of this process."""
+    return [w for workers in _IDLE.values() for w in workers]
 
 
 def visible_devices() -> list[str]:

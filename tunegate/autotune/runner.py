@@ -266,7 +266,9 @@ class Runner:
                 self.prepare(pristine, into=args)
             self.task.run(args, config)
 
-        if self.kind == "gpu":
+        if self.kind == "gpu" and self.task.do_bench is not None:
+            ms = float(self.task.do_bench(launch, quantiles=(0.5, 0.2, 0.8))[0])
+        elif self.kind == "gpu":
             import triton.testing
 
             ms = float(triton.testing.do_bench(launch, warmup=25, rep=100,

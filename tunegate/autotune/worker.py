@@ -237,6 +237,10 @@ class Worker:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
     def idle(self) -> bool:
         """Alive with nothing in flight: may be re-tasked."""
         return self.alive() and not self._pending
