@@ -157,12 +157,23 @@ class WorkerPool:
         self._wait([*self.runs, *self.compilers], runs=len(self.runs))
 
     def _wait(self, workers: list[Worker], runs: int) -> None:
-        with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+        """Wait for `workers` to load the task, side by side; on Ctrl-C stop them all."""
+        pool = ThreadPoolExecutor(max_workers=len(workers))
+        try:
             errors = list(pool.map(_try_wait, workers))
+        except KeyboardInterrupt:
+            for w in workers:
+                w.stop()
+            raise
+        finally:
+            pool.shutdown(wait=False)
         failed = next((e for e in errors[:runs] if e is not None), None)
         if failed is not None:
             self.close()
             raise failed
+        for w in self.compilers:
+            if not w.alive():
+                w.close()
         self.compilers = [w for w in self.compilers if w.alive()]
 
     def compile_all(self, configs: list[Config], timeout: float) -> list[tuple[Config, Reply]]:
@@ -187,8 +198,12 @@ class WorkerPool:
         roles = [(f"run{i}", w) for i, w in enumerate(self.runs)] + [
             ("compile", w) for w in self.compilers]
         for role, w in roles:
-            if w.idle():
-                _IDLE.setdefault((self.identity, role), []).append(w)
-            else:
-                w.close()
+            try:
+                if w.idle():
+                    w.unload()
+                    _IDLE.setdefault((self.identity, role), []).append(w)
+                    continue
+            except OSError:  # it died just now
+                pass
+            w.close()
         self.runs, self.compilers = [], []

@@ -151,6 +151,15 @@ def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
                       f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
+def _free_memory() -> None:
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
 def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> None:
     _die_with_parent()
     if os.getppid() != parent:
@@ -171,10 +180,15 @@ def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> Non
         except EOFError:
             return  # the parent closed its end or died: nothing more will come
         if op == "load":
+            runner = None  # the old task's inputs are freed before the new one's are made
             runner, message = _ready(arg)
             conn.send(message)
             if runner is None:
                 return
+            continue
+        if op == "unload":  # kept idle: hold no inputs, outputs or cached GPU memory
+            runner = None
+            _free_memory()
             continue
         config = Config.from_json(config_json)
         try:
@@ -262,6 +276,11 @@ class Worker:
         self.setup = setup
         self._conn.send(("load", None, setup))
         self._pending = True
+
+    def unload(self) -> None:
+        """Have the idle process drop the task's inputs and expected outputs (no answer)."""
+        assert self._conn is not None and not self._pending
+        self._conn.send(("unload", None, None))
 
     def wait(self) -> None:
         """Wait for the task to load; raises WorkerSetupError (BaselineFailed) if it did not,
