@@ -13,9 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Hashable
 
 from ..space.space import Config
+from .backend import COMPILE_TARGET
 from .worker import Reply, Setup, TaskRef, Worker, WorkerSetupError
 
-__all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count", "visible_devices"]
+__all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count",
+           "gpu_facts", "visible_devices"]
 
 # Live workers not in use, by (file identity, role); only the last closed pool's are kept.
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
@@ -75,6 +77,20 @@ def cpu_cores(cap: int = 32) -> int:
     return max(1, min(cap, cores))
 
 
+def gpu_facts() -> tuple[str, int]:
+    """The first visible GPU's compile target ('cuda:90:32') and the shared memory a block may
+    use on it, in bytes (for configs that compile but could not load)."""
+    import torch
+
+    from .precompile import gpu_target, target_text
+
+    if torch.version.hip:
+        raise WorkerSetupError("compiling ahead without a GPU is done for CUDA GPUs only")
+    props = torch.cuda.get_device_properties(0)
+    limit = int(getattr(props, "shared_memory_per_block_optin", 0) or 0)
+    return target_text(gpu_target((props.major, props.minor))), limit
+
+
 def _file_identity(ref: TaskRef) -> Hashable:
     """Which loaded code a worker holds: the task's file and its modification; a worker that
     imported another version of the file cannot take the new task."""
@@ -101,7 +117,7 @@ class WorkerPool:
 
     def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None, compilers: int,
                  deterministic: bool, devices: int = 1, gpu: bool = False,
-                 setup_timeout: float = 600.0) -> None:
+                 setup_timeout: float = 600.0, compile_target: str | None = None) -> None:
         self.setup = Setup(ref, seed, baseline_json, deterministic)
         self.identity = _file_identity(ref)
         self.setup_timeout = setup_timeout
@@ -111,6 +127,10 @@ class WorkerPool:
         self.runs: list[Worker] = []
         self.compilers: list[Worker] = []
         self._compilers_wanted = compilers
+        # With a target, compile workers see no GPU and compile into Triton's cache for it.
+        self._compile_env = {COMPILE_TARGET: compile_target, "CUDA_VISIBLE_DEVICES": ""} \
+            if compile_target else {}
+        self.notes: list[str] = []  # why compile workers were dropped
         self._all_launched = False
         self.reused = 0  # workers taken over from an earlier pool
 
@@ -143,7 +163,8 @@ class WorkerPool:
             return
         self._all_launched = True
         self.runs += [self._take(f"run{i}", env) for i, env in enumerate(self._envs) if i]
-        self.compilers = [self._take("compile", {}) for _ in range(self._compilers_wanted)]
+        self.compilers = [self._take("compile", self._compile_env)
+                          for _ in range(self._compilers_wanted)]
 
     def start_first(self) -> None:
         """Start only the first run worker and wait for it (enough to re-check a stored best)."""
@@ -171,6 +192,10 @@ class WorkerPool:
         if failed is not None:
             self.close()
             raise failed
+        for w, err in zip(workers[runs:], errors[runs:]):
+            if err is not None and not self.notes:
+                self.notes.append(f"the compile workers could not load the task, so each config "
+                                  f"compiles at its first launch instead: {str(err)[:300]}")
         for w in self.compilers:
             if not w.alive():
                 w.close()

@@ -8,6 +8,7 @@ and is re-checked on a fresh draw once per process before its first reuse.
 
 from __future__ import annotations
 
+import logging
 import queue
 import random
 import threading
@@ -27,15 +28,18 @@ from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import CheckFailed, Evaluator, Trial, failure_reason
 from .fingerprint import codegen_environment, digest
-from .pool import WorkerPool, cpu_cores, device_count
+from .pool import WorkerPool, cpu_cores, device_count, gpu_facts
 from .store import Best, Store, TrialKey, open_store
 from .strategies import make_strategy
 from .stress import StressCheck
 from .task import Task
 from .worker import BaselineFailed, TaskRef, WorkerSetupError
 from ..errors import TunegateError
+from ..reasons import Reason
 
 __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"]
+
+log = logging.getLogger(__name__)
 
 # Stored bests re-checked on a fresh draw in this process: (task, problem, env, config).
 _RECHECKED: set[tuple[str, str, str, str]] = set()
@@ -226,8 +230,14 @@ class Tuner:
 
         gpu = device_kind() == "gpu"
         self._timeout = self.timeout or (60.0 if gpu else 300.0)
-        compilers = (self.compile_workers if self.compile_workers is not None
-                     else min(4, cpu_cores()))  # each holds a CUDA context until precompile
+        compilers = self.compile_workers if self.compile_workers is not None else cpu_cores()
+        self._shared_limit: int | None = None
+        target = None
+        if gpu and self.task.launch is None and compilers:
+            try:
+                target, self._shared_limit = gpu_facts()
+            except WorkerSetupError as e:  # compile workers then compile on the GPU, as before
+                self.notes.append(f"configs are compiled in GPU processes: {e}")
         devices = 1 if self.task.reference is None else device_count(gpu, self.devices)
         if self.task.reference is None and device_count(gpu, self.devices) > 1:
             self.notes.append("without a reference, configs are measured on one device: the "
@@ -235,7 +245,7 @@ class Tuner:
         pool = WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
                           else None, compilers=compilers if gpu and self.task.launch is None
                           else 0, deterministic=self._deterministic(), devices=devices,
-                          gpu=gpu, setup_timeout=self._timeout)
+                          gpu=gpu, setup_timeout=self._timeout, compile_target=target)
         try:
             if self._may_reuse():
                 pool.start_first()
@@ -317,13 +327,31 @@ class Tuner:
         return stored
 
     def _precompile(self, pool: WorkerPool, batch: list[Config]) -> list[Config]:
-        """Compile a batch in parallel isolated workers; returns the configs that compiled."""
+        """Compile a batch in parallel isolated workers into Triton's cache; returns the configs
+        that compiled (or that compile at their first launch, where compiling ahead failed)."""
         failed = set()
+        for note in pool.notes:
+            if note not in self.notes:
+                self.notes.append(note)
         for config, reply in pool.compile_all(batch, self._timeout):
+            if reply.status == "error":  # not the kernel's fault: the run worker compiles it
+                log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
+                          config.text(), reply.error)
+                self.notes.append(f"{config.text()} could not be compiled ahead "
+                                  f"({(reply.error or '').splitlines()[0][:200]}): it compiled "
+                                  "at its first launch")
+                continue
             if reply.status != "ok":
                 failed.add(config)
                 self._record(Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
                                    reason=failure_reason(reply, "compilation")))
+            elif (self._shared_limit and isinstance(reply.value, int)
+                  and reply.value > self._shared_limit):
+                failed.add(config)
+                self._record(Trial(config=config.values, status="compile_error", reason=Reason(
+                    kind="compile", summary=f"needs {reply.value} bytes of shared memory per "
+                    f"block; the device allows {self._shared_limit}",
+                    evidence={"shared_bytes": reply.value, "limit": self._shared_limit})))
         return [c for c in batch if c not in failed]
 
     def _search(self, pool: WorkerPool, start: float) -> bool:

@@ -137,9 +137,17 @@ def _die_with_parent() -> None:
 def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
     """The runner for `setup`, and the message that says whether it could be made."""
     from ..space.space import Config
+    from .backend import COMPILE_TARGET
     from .runner import BaselineError, Runner
 
     try:
+        target = os.environ.get(COMPILE_TARGET)
+        if target:
+            from .precompile import TaskCompiler, parse_target
+
+            compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs,
+                                    target=parse_target(target))
+            return compiler, ("ready", compiler.problem_key(), compiler.kind)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
         runner = Runner(_load(setup.ref), seed=setup.seed, baseline=baseline,
                         inputs=setup.ref.inputs, deterministic=setup.deterministic)
@@ -164,6 +172,10 @@ def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> Non
     _die_with_parent()
     if os.getppid() != parent:
         return  # the parent died before the line above took effect
+    from .backend import COMPILE_TARGET
+
+    if os.environ.get(COMPILE_TARGET):
+        os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
