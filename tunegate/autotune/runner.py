@@ -23,6 +23,7 @@ from .task import Args, Task, split_config
 __all__ = ["BaselineError", "Runner", "device_kind"]
 
 FRESH_DRAWS = 1_000_000  # stress draws start here: never the draws the quick checks used
+SHORT_WARMUP_MS, SHORT_REP_MS = 5, 20  # the short timing every candidate gets on a GPU
 
 
 class BaselineError(RuntimeError):
@@ -253,10 +254,11 @@ class Runner:
                             first_wrong_draw=first_bad_draw,
                             seconds=time.perf_counter() - start)
 
-    def time(self, config: Config, draw: int = 0
+    def time(self, config: Config, draw: int = 0, full: bool = True
              ) -> tuple[float, Mismatch | None, str | None, float]:
         """Median milliseconds per launch on one draw, and the check of the output the timing
-        launches left (free: no extra launch): (ms, mismatch, vote, seconds comparing)."""
+        launches left (free: no extra launch): (ms, mismatch, vote, seconds comparing).
+        Not `full`: a short measurement on a GPU (L2 still flushed), to pick contenders."""
         pristine, expected = self.draw(draw)
         args = self.prepare(pristine)
         restore = bool(self.in_place or self.zeroed)
@@ -266,7 +268,12 @@ class Runner:
                 self.prepare(pristine, into=args)
             self.task.run(args, config)
 
-        if self.kind == "gpu" and self.task.do_bench is not None:
+        if self.kind == "gpu" and not full:
+            import triton.testing
+
+            ms = float(triton.testing.do_bench(launch, warmup=SHORT_WARMUP_MS, rep=SHORT_REP_MS,
+                                               return_mode="median"))
+        elif self.kind == "gpu" and self.task.do_bench is not None:
             ms = float(self.task.do_bench(launch, quantiles=(0.5, 0.2, 0.8))[0])
         elif self.kind == "gpu":
             import triton.testing

@@ -41,6 +41,8 @@ __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_conf
 
 log = logging.getLogger(__name__)
 
+CONTENDERS = 1.3  # short timings within this factor of the fastest get the full timing
+
 # Stored bests re-checked on a fresh draw in this process: (task, problem, env, config).
 _RECHECKED: set[tuple[str, str, str, str]] = set()
 
@@ -131,6 +133,8 @@ class Tuner:
     `devices` is how many run workers measure configs side by side: one per GPU (each sees only
     its own), by default every visible GPU or TUNEGATE_DEVICES; under the interpreter N
     simulated devices. `compile_workers` defaults to the CPU cores this process may use.
+    `staged_timing` times every candidate briefly and only the contenders (see `CONTENDERS`)
+    with the full measurement; off, every candidate gets the full one.
     """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
@@ -139,6 +143,7 @@ class Tuner:
                  draws: int = 2, timeout: float | None = None, compile_workers: int | None = None,
                  stress: StressCheck = StressCheck(), retune: bool = False,
                  recheck_reused: bool = True, devices: int | None = None,
+                 staged_timing: bool = True,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.task, self.ref = task, ref
         self.policy = policy or Policy.load()
@@ -146,6 +151,8 @@ class Tuner:
         self.store = store or open_store()
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
         self.timeout, self.compile_workers, self.devices = timeout, compile_workers, devices
+        self.staged_timing = staged_timing
+        self._refined: set[int] = set()  # trials timed in full after a short timing
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.progress = progress or (lambda event: None)
         self.traits = detect_traits(task.kernel)
@@ -279,6 +286,8 @@ class Tuner:
         self._evaluators[1:] = [Evaluator(w, draws=self.draws, stress=self.stress,
                                           timeout=self._timeout) for w in pool.runs[1:]]
         interrupted = self._search(pool, start)
+        if not interrupted:
+            self._refine()
         self._check_baseline_support(start)
         best, best_time = self._winner()
         if best is None:
@@ -378,7 +387,8 @@ class Tuner:
                     results[config] = None
                     self._record(Trial(config=config.values, status="wrong",
                                        reason=quarantined[config]))
-                for trial in self._measure(self._precompile(pool, batch), out_of_time):
+                for trial in self._measure(self._precompile(pool, batch), out_of_time,
+                                           self._first_timing):
                     results[Config(values=trial.config)] = trial.time_ms
                     self._record(trial)
                 if out_of_time():
@@ -389,19 +399,47 @@ class Tuner:
             return True
         return False
 
-    def _measure(self, configs: list[Config], out_of_time: Callable[[], bool]
-                 ) -> Iterator[Trial]:
-        """Check and time `configs`, spread over the run workers (one per device); trials in
-        the order of `configs`, each exactly once; none started once out of time."""
-        def evaluate(evaluator: Evaluator, config: Config) -> Trial:
-            experimental = self.region.verdict(config).status == "experimental"
-            return evaluator.evaluate(config, experimental)
+    def _first_timing(self, evaluator: Evaluator, config: Config) -> Trial:
+        experimental = self.region.verdict(config).status == "experimental"
+        return evaluator.evaluate(config, experimental,
+                                  short=self.staged_timing and self._timing == "gpu")
 
+    def _refine(self) -> None:
+        """Successive halving: the full timing for the contenders of the short timings (the
+        fastest third, and any within `CONTENDERS`x of the fastest); their rows updated."""
+        if not self.staged_timing or self._timing != "gpu":
+            return  # the interpreter's timing has one stage: there is nothing to refine
+        timed = sorted((i for i, t in enumerate(self.trials) if t.status == "ok"),
+                       key=lambda i: self.trials[i].time_ms)  # type: ignore[arg-type,return-value]
+        if not timed:
+            return
+        fastest = self.trials[timed[0]].time_ms or 0.0
+        keep = max(1, -(-len(timed) // 3))
+        chosen = [i for n, i in enumerate(timed)
+                  if n < keep or (self.trials[i].time_ms or 0.0) <= CONTENDERS * fastest]
+        by_config = {Config(values=self.trials[i].config): i for i in chosen}
+
+        def retime(evaluator: Evaluator, config: Config) -> Trial:
+            return evaluator.retime(self.trials[by_config[config]])
+
+        for trial in self._measure(list(by_config), lambda: False, retime):
+            i = by_config[Config(values=trial.config)]
+            self.trials[i] = trial
+            self._refined.add(i)
+            self.store.update(self._rows[i], trial.status, time_ms=trial.time_ms,
+                              checked_draws=trial.checked_draws,
+                              checked_launches=trial.checked_launches, reason=trial.reason)
+            self.progress({"event": "full_timing", "trial": trial})
+
+    def _measure(self, configs: list[Config], out_of_time: Callable[[], bool],
+                 work: Callable[[Evaluator, Config], Trial]) -> Iterator[Trial]:
+        """`work` on each of `configs`, spread over the run workers (one per device); trials in
+        the order of `configs`, each exactly once; none started once out of time."""
         if len(self._evaluators) == 1:
             for config in configs:
                 if out_of_time():
                     return
-                yield evaluate(self._evaluators[0], config)
+                yield work(self._evaluators[0], config)
             return
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for i in range(len(configs)):
@@ -416,7 +454,7 @@ class Tuner:
                         i = todo.get_nowait()
                     except queue.Empty:
                         break
-                    trial = evaluate(evaluator, configs[i])
+                    trial = work(evaluator, configs[i])
                     with finished:
                         done[i] = trial
                         finished.notify()
@@ -467,8 +505,10 @@ class Tuner:
     def _winner(self) -> tuple[Config | None, float | None]:
         """The fastest timed config that passes the stress check; failures are quarantined."""
         assert self._evaluator is not None
+        # Fully timed contenders first: a short timing only decided that the others lost.
         timed = sorted((i for i, t in enumerate(self.trials) if t.status == "ok"),
-                       key=lambda i: self.trials[i].time_ms)  # type: ignore[arg-type,return-value]
+                       key=lambda i: (i not in self._refined and bool(self._refined),
+                                      self.trials[i].time_ms))
         for i in timed:
             trial = self.trials[i]
             config = Config(values=trial.config)

@@ -221,7 +221,7 @@ def _operate(runner: Any, op: str, config: Any, arg: Any) -> Any:
     if op == "compile":
         return runner.compile(config)
     if op == "time":
-        ms, mismatch, vote, seconds = runner.time(config)
+        ms, mismatch, vote, seconds = runner.time(config, full=arg != "short")
         return ms, mismatch.model_dump() if mismatch else None, vote, seconds
     runner.warm(config)
     if op == "stress":
