@@ -369,7 +369,8 @@ class Tuner:
         k = self._key
         quarantined = self.store.quarantined(k.task, k.problem, k.env)
         strategy = make_strategy(self.strategy_name, self.region, random.Random(self.seed),
-                                 budget=self.budget.configs, points=self.task.configs)
+                                 budget=self.budget.configs, points=self.task.configs,
+                                 prior=self._prior())
         self.progress({"event": "start", "budget": self.budget.configs,
                        "strategy": type(strategy).name})
         results: dict[Config, float | None] = {}
@@ -478,6 +479,25 @@ class Tuner:
                 raise failed[0]
             if i in done:  # else never started: out of time
                 yield done.pop(i)
+
+    def _prior(self) -> dict[Config, float]:
+        """Each config's mean rank (0 fastest, 1 slowest) among the correct timings of this
+        kernel at other problem sizes in this environment: what the store already knows."""
+        k = self._key
+        with self.store._read() as db:  # read-only; TODO(store owner): a Store.rankings
+            rows = db.execute("SELECT problem, config, MIN(time_ms) AS ms FROM trials "
+                              "WHERE kernel=? AND env=? AND problem!=? AND status='ok' AND "
+                              "time_ms IS NOT NULL GROUP BY problem, config",
+                              (k.kernel, k.env, k.problem)).fetchall()
+        by_problem: dict[str, list[tuple[float, str]]] = {}
+        for row in rows:
+            by_problem.setdefault(row["problem"], []).append((row["ms"], row["config"]))
+        ranks: dict[str, list[float]] = {}
+        for timed in by_problem.values():
+            timed.sort()
+            for n, (_, config) in enumerate(timed):
+                ranks.setdefault(config, []).append(n / max(1, len(timed) - 1))
+        return {Config.from_json(c): sum(r) / len(r) for c, r in ranks.items()}
 
     def _check_baseline_support(self, start: float) -> None:
         """Without a reference: stop if a larger group of configs agree among themselves and
