@@ -146,20 +146,30 @@ class Tuner:
                  staged_timing: bool = True,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.task, self.ref = task, ref
-        self.policy = policy or Policy.load()
-        self.env = env or detect_environment(probe_device=True)
-        self.store = store or open_store()
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
         self.timeout, self.compile_workers, self.devices = timeout, compile_workers, devices
         self.staged_timing = staged_timing
         self._refined: set[int] = set()  # trials timed in full after a short timing
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.progress = progress or (lambda event: None)
-        self.traits = detect_traits(task.kernel)
-        self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         self.trials: list[Trial] = []
         self._rows: list[int] = []  # the store's row of each trial
         self.notes: list[str] = []
+        self.traits = detect_traits(task.kernel)
+        # With a reference no baseline is needed: the first run worker loads the task while
+        # this process loads the policy, probes the environment and gates the space.
+        self._pool = self._make_pool(None) if task.reference is not None else None
+        if self._pool is not None:
+            self._pool.launch(first_only=True)
+        try:
+            self.policy = policy or Policy.load()
+            self.env = env or detect_environment(probe_device=True)
+            self.store = store or open_store()
+            self.region: Region = self.policy.gate(task.space, self.env, self.traits)
+        except BaseException:
+            if self._pool is not None:
+                self._pool.close()
+            raise
 
     # -- helpers ---------------------------------------------------------------------------
     def _removals(self) -> dict[str, int]:
@@ -233,6 +243,23 @@ class Tuner:
     def _start(self, baseline: Config | None) -> WorkerPool:
         """The pool, started: only the first run worker when a stored best may be reused
         (its re-check needs no more), every worker at once otherwise."""
+        pool, self._pool = self._pool or self._make_pool(baseline), None
+        try:
+            if self._may_reuse():
+                pool.start_first()
+            else:
+                pool.start()
+        except BaselineFailed as e:
+            raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: {e}") from None
+        except WorkerSetupError as e:
+            raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+        except BaseException:
+            pool.close()
+            raise
+        return pool
+
+    def _make_pool(self, baseline: Config | None) -> WorkerPool:
+        """The pool for this task: run workers per device, compile workers per CPU core."""
         from .runner import device_kind
 
         gpu = device_kind() == "gpu"
@@ -249,20 +276,10 @@ class Tuner:
         if self.task.reference is None and device_count(gpu, self.devices) > 1:
             self.notes.append("without a reference, configs are measured on one device: the "
                               "vote on the baseline's output needs every output in one worker")
-        pool = WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
+        return WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
                           else None, compilers=compilers if gpu and self.task.launch is None
                           else 0, deterministic=self._deterministic(), devices=devices,
                           gpu=gpu, setup_timeout=self._timeout, compile_target=target)
-        try:
-            if self._may_reuse():
-                pool.start_first()
-            else:
-                pool.start()
-        except BaselineFailed as e:
-            raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: {e}") from None
-        except WorkerSetupError as e:
-            raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
-        return pool
 
     def _may_reuse(self) -> bool:
         """Whether the store holds a best of this task in this environment (for any problem)."""
