@@ -91,14 +91,19 @@ def gpu_facts() -> tuple[str, int]:
     return target_text(gpu_target((props.major, props.minor))), limit
 
 
+_ENV_PREFIXES = ("TRITON", "CUDA", "TUNEGATE", "TORCH", "PYTORCH", "NVIDIA", "MLIR", "LLVM")
+
+
 def _file_identity(ref: TaskRef) -> Hashable:
-    """Which loaded code a worker holds: the task's file and its modification; a worker that
-    imported another version of the file cannot take the new task."""
+    """Which loaded code and settings a worker holds: the task's file and its modification,
+    and the variables that steer Triton, CUDA and torch (read when the worker started); a
+    worker started under others cannot take the new task."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
     try:
         st = os.stat(ref.file)
-        return ref.file, ref.module, st.st_mtime_ns, st.st_size
+        return ref.file, ref.module, st.st_mtime_ns, st.st_size, env
     except OSError:
-        return ref.file, ref.module, None, None
+        return ref.file, ref.module, None, None, env
 
 
 def _try_wait(worker: Worker) -> WorkerSetupError | None:
