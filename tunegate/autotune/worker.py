@@ -160,9 +160,7 @@ def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
 
 
 def _free_memory() -> None:
-    import gc
-
-    gc.collect()
+    """Give cached GPU memory back (the runner's tensors are freed as it is dropped)."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
