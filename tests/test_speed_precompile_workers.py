@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import KERNELS
 from tunegate.autotune.pool import WorkerPool, close_idle_workers
-from tunegate.autotune.precompile import TaskCompiler, parse_target
+from tunegate.autotune.precompile import TaskCompiler
 from tunegate.autotune.worker import TaskRef
 from tunegate.kernelfile import load_module
 from tunegate.space.space import Config
@@ -22,13 +22,13 @@ def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, monk
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     ref = TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE")
     pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
-                      compile_target="cuda:90:32")
+                      precompile=True)
     pool.start()
     try:
         assert len(pool.compilers) == 2 and {w.kind for w in pool.compilers} == {"compile"}
         configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
         bad = Config(values={"BLOCK": 48, "STAGES": 1})  # arange of a non-power of two
-        replies = dict(pool.compile_all([*configs, bad], timeout=120))
+        replies = dict(pool.compile_all([*configs, bad], timeout=120, target="cuda:90:32"))
     finally:
         pool.close()
         close_idle_workers()
@@ -42,4 +42,4 @@ def test_a_task_that_launches_itself_is_refused_with_a_reason():
     task = load_module(KERNELS / "pipelined_copy.py").TASK
     own = task.model_copy(update={"launch": lambda args, config: None})
     with pytest.raises(Exception, match="launches through its own function"):
-        TaskCompiler(own, seed=0, inputs=None, target=parse_target("cuda:90:32"))
+        TaskCompiler(own, seed=0, inputs=None)

@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Hashable
 
 from ..space.space import Config
-from .backend import COMPILE_TARGET
+from .backend import COMPILE_ONLY
 from .worker import Reply, Setup, TaskRef, Worker, WorkerSetupError
 
 __all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count",
-           "gpu_facts", "visible_devices"]
+           "visible_devices"]
 
 # Live workers not in use, by (file identity, role); only the last closed pool's are kept.
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
@@ -77,20 +77,6 @@ def cpu_cores(cap: int = 32) -> int:
     return max(1, min(cap, cores))
 
 
-def gpu_facts() -> tuple[str, int]:
-    """The first visible GPU's compile target ('cuda:90:32') and the shared memory a block may
-    use on it, in bytes (for configs that compile but could not load)."""
-    import torch
-
-    from .precompile import gpu_target, target_text
-
-    if torch.version.hip:
-        raise WorkerSetupError("compiling ahead without a GPU is done for CUDA GPUs only")
-    props = torch.cuda.get_device_properties(0)
-    limit = int(getattr(props, "shared_memory_per_block_optin", 0) or 0)
-    return target_text(gpu_target((props.major, props.minor))), limit
-
-
 _ENV_PREFIXES = ("TRITON", "CUDA", "TUNEGATE", "TORCH", "PYTORCH", "NVIDIA", "MLIR", "LLVM")
 
 
@@ -122,7 +108,7 @@ class WorkerPool:
 
     def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None, compilers: int,
                  deterministic: bool, devices: int = 1, gpu: bool = False,
-                 setup_timeout: float = 600.0, compile_target: str | None = None) -> None:
+                 setup_timeout: float = 600.0, precompile: bool = False) -> None:
         self.setup = Setup(ref, seed, baseline_json, deterministic)
         self.identity = _file_identity(ref)
         self.setup_timeout = setup_timeout
@@ -132,9 +118,10 @@ class WorkerPool:
         self.runs: list[Worker] = []
         self.compilers: list[Worker] = []
         self._compilers_wanted = compilers
-        # With a target, compile workers see no GPU and compile into Triton's cache for it.
-        self._compile_env = {COMPILE_TARGET: compile_target, "CUDA_VISIBLE_DEVICES": ""} \
-            if compile_target else {}
+        # With `precompile`, compile workers see no GPU and compile into Triton's cache for
+        # the target the run worker reports; else they compile on the GPU.
+        self._compile_env = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""} if precompile \
+            else {}
         self.notes: list[str] = []  # why compile workers were dropped
         self._all_launched = False
         self.reused = 0  # workers taken over from an earlier pool
@@ -206,15 +193,17 @@ class WorkerPool:
                 w.close()
         self.compilers = [w for w in self.compilers if w.alive()]
 
-    def compile_all(self, configs: list[Config], timeout: float) -> list[tuple[Config, Reply]]:
-        """Compile `configs` in parallel; each with its reply. Without compile workers, none."""
+    def compile_all(self, configs: list[Config], timeout: float, target: str | None = None
+                    ) -> list[tuple[Config, Reply]]:
+        """Compile `configs` in parallel (for `target`, in compile workers without a GPU);
+        each with its reply. Without compile workers, none."""
         n = len(self.compilers)
         if n == 0:
             return []
         jobs = [configs[i::n] for i in range(n)]
 
         def compile_part(i: int) -> list[tuple[Config, Reply]]:
-            return [(c, self.compilers[i].request("compile", c.key(), None, timeout))
+            return [(c, self.compilers[i].request("compile", c.key(), target, timeout))
                     for c in jobs[i]]
 
         with ThreadPoolExecutor(max_workers=n) as pool:

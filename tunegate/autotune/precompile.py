@@ -141,26 +141,28 @@ def target_text(target: Any) -> str:
 
 
 class TaskCompiler:
-    """Compiles one task's configs for `target` in a compile worker (no GPU, no CUDA context),
-    with the argument specialisation of the task's draw-0 inputs (made on the CPU)."""
+    """Compiles one task's configs in a compile worker (no GPU, no CUDA context), for the
+    target each request names, with the argument specialisation of the task's draw-0 inputs
+    (made on the CPU)."""
 
     kind = "compile"
 
-    def __init__(self, task: Any, *, seed: int, inputs: Any, target: Any) -> None:
+    def __init__(self, task: Any, *, seed: int, inputs: Any) -> None:
         if task.launch is not None:
             raise PrecompileError(f"{task.name} launches through its own function: its "
                                   "arguments are only known there")
         make = inputs or task.make_inputs
-        self.task, self.target = task, target
+        self.task = task
         self.args = make(seed, "cpu")
 
     def problem_key(self) -> str:
         return self.task.problem_key(self.args)
 
-    def compile(self, config: Any) -> int:
-        """Compile one config into the cache; the shared memory it needs per block, in bytes."""
+    def compile(self, config: Any, target: str) -> int:
+        """Compile one config for `target` ('cuda:90:32') into the cache; the shared memory it
+        needs per block, in bytes."""
         from .task import split_config
 
         kernel_kwargs, options = split_config(config)
         return precompile(self.task.kernel, self.args, {**kernel_kwargs, **options},
-                          self.target).shared_bytes
+                          parse_target(target)).shared_bytes

@@ -37,6 +37,18 @@ def device_kind() -> str:
     return "gpu"
 
 
+def device_facts() -> tuple[str, int] | None:
+    """On a CUDA GPU: its compile target ('cuda:90:32', for compile workers) and the shared
+    memory a block may use on it, in bytes; None elsewhere."""
+    if device_kind() != "gpu" or torch.version.hip:
+        return None
+    from .precompile import gpu_target, target_text
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    limit = int(getattr(props, "shared_memory_per_block_optin", 0) or 0)
+    return target_text(gpu_target((props.major, props.minor))), limit
+
+
 def _sync() -> None:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
@@ -293,8 +305,9 @@ class Runner:
         vote = self.vote(args) if bad is not None and draw == 0 else None
         return ms, bad, vote, time.perf_counter() - start
 
-    def compile(self, config: Config) -> None:
-        """Compile without running (GPU only), so compile errors surface in a compile worker."""
+    def compile(self, config: Config, target: Any = None) -> None:
+        """Compile without running (GPU only, for this GPU: `target` is not used), so compile
+        errors surface in a compile worker."""
         if self.kind != "gpu" or self.task.launch is not None:
             return
         args = self.inputs(0)

@@ -28,7 +28,7 @@ from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import CheckFailed, Evaluator, Trial, failure_reason
 from .fingerprint import codegen_environment, digest
-from .pool import WorkerPool, cpu_cores, device_count, gpu_facts
+from .pool import WorkerPool, cpu_cores, device_count
 from .store import Best, Store, TrialKey, open_store
 from .strategies import make_strategy
 from .stress import StressCheck
@@ -265,13 +265,6 @@ class Tuner:
         gpu = device_kind() == "gpu"
         self._timeout = self.timeout or (60.0 if gpu else 300.0)
         compilers = self.compile_workers if self.compile_workers is not None else cpu_cores()
-        self._shared_limit: int | None = None
-        target = None
-        if gpu and self.task.launch is None and compilers:
-            try:
-                target, self._shared_limit = gpu_facts()
-            except WorkerSetupError as e:  # compile workers then compile on the GPU, as before
-                self.notes.append(f"configs are compiled in GPU processes: {e}")
         devices = 1 if self.task.reference is None else device_count(gpu, self.devices)
         if self.task.reference is None and device_count(gpu, self.devices) > 1:
             self.notes.append("without a reference, configs are measured on one device: the "
@@ -279,7 +272,7 @@ class Tuner:
         return WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
                           else None, compilers=compilers if gpu and self.task.launch is None
                           else 0, deterministic=self._deterministic(), devices=devices,
-                          gpu=gpu, setup_timeout=self._timeout, compile_target=target)
+                          gpu=gpu, setup_timeout=self._timeout, precompile=True)
 
     def _may_reuse(self) -> bool:
         """Whether the store holds a best of this task in this environment (for any problem)."""
@@ -357,28 +350,39 @@ class Tuner:
         that compiled (or that compile at their first launch, where compiling ahead failed)."""
         failed = set()
         for note in pool.notes:
-            if note not in self.notes:
-                self.notes.append(note)
-        for config, reply in pool.compile_all(batch, self._timeout):
+            self._note(note)
+        target, limit = pool.run.device_facts or (None, None)
+        if pool.compilers and target is None:
+            self._note("the GPU's compile target is unknown (not a CUDA GPU): each config "
+                       "compiles at its first launch")
+            return batch
+        late = []
+        for config, reply in pool.compile_all(batch, self._timeout, target):
             if reply.status == "error":  # not the kernel's fault: the run worker compiles it
                 log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
                           config.text(), reply.error)
-                self.notes.append(f"{config.text()} could not be compiled ahead "
-                                  f"({(reply.error or '').splitlines()[0][:200]}): it compiled "
-                                  "at its first launch")
+                late.append((config, reply))
                 continue
             if reply.status != "ok":
                 failed.add(config)
                 self._record(Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
                                    reason=failure_reason(reply, "compilation")))
-            elif (self._shared_limit and isinstance(reply.value, int)
-                  and reply.value > self._shared_limit):
+            elif limit and isinstance(reply.value, int) and reply.value > limit:
                 failed.add(config)
                 self._record(Trial(config=config.values, status="compile_error", reason=Reason(
                     kind="compile", summary=f"needs {reply.value} bytes of shared memory per "
-                    f"block; the device allows {self._shared_limit}",
-                    evidence={"shared_bytes": reply.value, "limit": self._shared_limit})))
+                    f"block; the device allows {limit}",
+                    evidence={"shared_bytes": reply.value, "limit": limit})))
+        if late:
+            config, reply = late[0]
+            self._note(f"{len(late)} config(s) could not be compiled ahead and compiled at their "
+                       f"first launch instead (e.g. {config.text()}: "
+                       f"{(reply.error or '').splitlines()[0][:200]})")
         return [c for c in batch if c not in failed]
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _search(self, pool: WorkerPool, start: float) -> bool:
         """Measure configs until the budget is spent; True if interrupted (Ctrl-C)."""

@@ -137,21 +137,19 @@ def _die_with_parent() -> None:
 def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
     """The runner for `setup`, and the message that says whether it could be made."""
     from ..space.space import Config
-    from .backend import COMPILE_TARGET
-    from .runner import BaselineError, Runner
+    from .backend import COMPILE_ONLY
+    from .runner import BaselineError, Runner, device_facts
 
     try:
-        target = os.environ.get(COMPILE_TARGET)
-        if target:
-            from .precompile import TaskCompiler, parse_target
+        if os.environ.get(COMPILE_ONLY) == "1":
+            from .precompile import TaskCompiler
 
-            compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs,
-                                    target=parse_target(target))
-            return compiler, ("ready", compiler.problem_key(), compiler.kind)
+            compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs)
+            return compiler, ("ready", compiler.problem_key(), compiler.kind, None)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
         runner = Runner(_load(setup.ref), seed=setup.seed, baseline=baseline,
                         inputs=setup.ref.inputs, deterministic=setup.deterministic)
-        return runner, ("ready", runner.problem_key(), runner.kind)
+        return runner, ("ready", runner.problem_key(), runner.kind, device_facts())
     except BaselineError as e:
         return None, ("baseline_error", str(e))
     except Exception as e:
@@ -170,9 +168,9 @@ def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> Non
     _die_with_parent()
     if os.getppid() != parent:
         return  # the parent died before the line above took effect
-    from .backend import COMPILE_TARGET
+    from .backend import COMPILE_ONLY
 
-    if os.environ.get(COMPILE_TARGET):
+    if os.environ.get(COMPILE_ONLY) == "1":
         os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
@@ -217,7 +215,7 @@ def _operate(runner: Any, op: str, config: Any, arg: Any) -> Any:
     """One request: 'check' (draws, first draw), 'stress' (settings), 'time' or 'compile'.
     Check times exclude the first launch, which loads the compiled kernel."""
     if op == "compile":
-        return runner.compile(config)
+        return runner.compile(config, arg)
     if op == "time":
         ms, mismatch, vote, seconds = runner.time(config, full=arg != "short")
         return ms, mismatch.model_dump() if mismatch else None, vote, seconds
@@ -253,6 +251,7 @@ class Worker:
                                                    delete=False)
         self.problem_key: str | None = None
         self.kind: str | None = None
+        self.device_facts: tuple[str, int] | None = None  # see runner.device_facts
 
     @property
     def ref(self) -> TaskRef:
@@ -320,7 +319,7 @@ class Worker:
         if msg[0] != "ready":
             self.stop()
             raise WorkerSetupError(msg[1])
-        _, self.problem_key, self.kind = msg
+        _, self.problem_key, self.kind, self.device_facts = msg
 
     def start(self) -> None:
         self.launch()
