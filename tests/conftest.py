@@ -24,6 +24,13 @@ def has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+# Tests never read or write the user's own tuning store (~/.cache/tunegate): one per session.
+if "TUNEGATE_STORE" not in os.environ:
+    import tempfile
+
+    os.environ["TUNEGATE_STORE"] = str(Path(tempfile.mkdtemp(prefix="tunegate-tests-"))
+                                       / "store.sqlite")
+
 # Triton reads TRITON_INTERPRET when it decorates a kernel: decide before any test imports one.
 if not has_gpu():
     os.environ["TRITON_INTERPRET"] = "1"

@@ -64,7 +64,8 @@ def test_split_k_into_a_zeroed_output_is_accepted(tmp_path):
     split = [t for t in result.trials if t.config["SPLIT_K"] > 1]
     # experimental (split-k-atomics): stress-checked during the search (a light check: 1 launch
     # of the 4 asked for, after the 2 quick draws and before the timing)
-    assert all(t.checked_launches == 2 + 1 + 1 for t in split)
+    # (the winner, if a split one is fastest under the interpreter's noise, gets the whole one)
+    assert all(t.checked_launches == 2 + 1 + 1 for t in split if not t.stressed)
 
 
 def test_a_raising_reference_stops_the_run_before_the_search(tmp_path):

@@ -6,15 +6,21 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["interpret_without_gpu"]
+__all__ = ["COMPILE_ONLY", "interpret_without_gpu"]
+
+# Set to 1 in a compile worker: it sees no GPU, compiles for the one the run worker reports.
+COMPILE_ONLY = "TUNEGATE_COMPILE_ONLY"
 
 
 def interpret_without_gpu() -> bool:
     """Set TRITON_INTERPRET=1 when no GPU is usable; True if kernels will be interpreted.
+    Not in a compile worker (TUNEGATE_COMPILE_ONLY=1), which compiles for a GPU it lacks.
 
     Triton picks compiled or interpreted when `@triton.jit` decorates, so kernels decorated
     before this call (Triton imported first) are switched to the interpreter here, in place.
     """
+    if os.environ.get(COMPILE_ONLY) == "1":
+        return False  # a compile worker: it compiles for that GPU and never launches
     if os.environ.get("TRITON_INTERPRET") == "1":
         _interpret_existing()
         return True

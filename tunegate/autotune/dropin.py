@@ -199,7 +199,7 @@ def _task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) -> Tas
                 configs=listed.points, grid=(1,), make_inputs=_no_inputs, outputs=call.outputs,
                 reference=call.reference, launch=launch, tolerances=call.tolerances,
                 key=lambda _args: call.problem, restore_value=tuple(tuner.restore_value),
-                reset_to_zero=reset)
+                reset_to_zero=reset, do_bench=getattr(tuner, "_do_bench", None))
 
 
 def _no_inputs(seed: int, device: str = "cpu") -> Args:

@@ -122,8 +122,9 @@ class Evaluator:
                           **report.model_dump(exclude={"first_mismatch"})}))
         return trial.model_copy(update=update)
 
-    def evaluate(self, config: Config, experimental: bool) -> Trial:
-        """Check first if `experimental`, then time; the timing launches' output is checked."""
+    def evaluate(self, config: Config, experimental: bool, short: bool = False) -> Trial:
+        """Check first if `experimental`, then time (`short`ly: see `retime`); the timing
+        launches' output is checked."""
         trial = Trial(config=config.values, status="ok")
         if experimental:
             trial = self.quick(config, self.draws)
@@ -131,16 +132,24 @@ class Evaluator:
                 trial = self.stress(trial, whole=False)
             if trial.status != "ok":
                 return trial
-        reply = self._request("time", config)
+        return self._time(trial, "short" if short else "full")
+
+    def retime(self, trial: Trial) -> Trial:
+        """A contender's full timing, after its short one; its output is checked again."""
+        return self._time(trial, "full")
+
+    def _time(self, trial: Trial, stage: str) -> Trial:
+        config = Config(values=trial.config)
+        reply = self._request("time", config, stage)
         if reply.status != "ok":
-            return trial.model_copy(update={"status": reply.status,
+            return trial.model_copy(update={"status": reply.status, "time_ms": None,
                                             "reason": failure_reason(reply, "timing")})
         ms, mismatch, vote, seconds = reply.value
         self.seconds += seconds
         update: dict[str, Any] = {"checked_launches": trial.checked_launches + 1,
                                   "checked_draws": max(trial.checked_draws, 1)}
         if mismatch is not None:
-            update.update(status="wrong", vote=vote, reason=_mismatch_reason(
+            update.update(status="wrong", vote=vote, time_ms=None, reason=_mismatch_reason(
                 Mismatch(**mismatch), "wrong output after the timing launches on input draw 1",
                 draw=0))
         else:

@@ -1,59 +1,228 @@
-"""The tuner's worker pool: one isolated run worker, and on a GPU compile workers beside it."""
+"""The tuner's worker pool: one run worker per device, and on a GPU compile workers beside them.
+
+Workers outlive one tuning run: a closed pool hands its live workers to this module, and the
+next pool of the same process for a task from the same unchanged file takes them back and only
+sends them the new task (no new process, no new imports). They are closed at exit.
+"""
 
 from __future__ import annotations
 
+import atexit
+import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Hashable
 
 from ..space.space import Config
-from .worker import Reply, TaskRef, Worker, WorkerSetupError
+from .backend import COMPILE_ONLY
+from .worker import Reply, Setup, TaskRef, Worker, WorkerSetupError
 
-__all__ = ["WorkerPool"]
+__all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count",
+           "visible_devices"]
+
+# Live workers not in use, by (file identity, role); only the last closed pool's are kept.
+_IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
 
 
-def _try_start(worker: Worker) -> WorkerSetupError | None:
-    """Start a worker; the error instead of raising, so several can start in threads."""
+def close_idle_workers() -> None:
+    """Stop every kept worker (at exit, or to free their memory)."""
+    for workers in _IDLE.values():
+        for w in workers:
+            w.close()
+    _IDLE.clear()
+
+
+atexit.register(close_idle_workers)
+
+
+def idle_workers() -> list[Worker]:
+    """The live workers kept for the next pool of this process."""
+    return [w for workers in _IDLE.values() for w in workers]
+
+
+def visible_devices() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [d.strip() for d in listed.split(",") if d.strip()]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def device_count(gpu: bool, requested: int | None = None) -> int:
+    """How many run workers: `requested`, else TUNEGATE_DEVICES, else every visible GPU (one
+    without a GPU). Under the interpreter N > 1 simulates N devices with N run workers."""
+    if requested is None and os.environ.get("TUNEGATE_DEVICES"):
+        try:
+            requested = int(os.environ["TUNEGATE_DEVICES"])
+        except ValueError:
+            raise WorkerSetupError(f"TUNEGATE_DEVICES must be a whole number, got "
+                                   f"{os.environ['TUNEGATE_DEVICES']!r}") from None
+    if requested is not None:
+        if requested < 1:
+            raise WorkerSetupError(f"the number of devices must be at least 1, got {requested}")
+        if gpu:
+            return min(requested, max(1, len(visible_devices())))
+        return requested
+    return max(1, len(visible_devices())) if gpu else 1
+
+
+def cpu_cores(cap: int = 32) -> int:
+    """The CPU cores this process may run on (its affinity), at most `cap`: how many
+    processes compile at once by default."""
     try:
-        worker.start()
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(cap, cores))
+
+
+_ENV_PREFIXES = ("TRITON", "CUDA", "TUNEGATE", "TORCH", "PYTORCH", "NVIDIA", "MLIR", "LLVM")
+
+
+def _file_identity(ref: TaskRef) -> Hashable:
+    """Which loaded code and settings a worker holds: the task's file and its modification,
+    and the variables that steer Triton, CUDA and torch (read when the worker started); a
+    worker started under others cannot take the new task."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
+    try:
+        st = os.stat(ref.file)
+        return ref.file, ref.module, st.st_mtime_ns, st.st_size, env
+    except OSError:
+        return ref.file, ref.module, None, None, env
+
+
+def _try_wait(worker: Worker) -> WorkerSetupError | None:
+    """Wait for a worker; the error instead of raising, so several can be awaited at once."""
+    try:
+        worker.wait()
     except WorkerSetupError as e:
         return e
     return None
 
 
 class WorkerPool:
-    """Starts the run worker and `compilers` compile workers at once; `run` takes the requests
-    that launch kernels, `compile_all` spreads compile requests over the compile workers."""
+    """`runs` (one per device) take the requests that launch kernels; `compile_all` spreads
+    compile requests over the compile workers. `launch` starts or re-tasks them without
+    waiting; `start` waits."""
 
     def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None, compilers: int,
-                 deterministic: bool) -> None:
-        self.run = Worker(ref, seed=seed, baseline_json=baseline_json,
-                          deterministic=deterministic)
-        self.compilers = [Worker(ref, seed=seed, baseline_json=baseline_json,
-                                 deterministic=deterministic) for _ in range(compilers)]
+                 deterministic: bool, devices: int = 1, gpu: bool = False,
+                 setup_timeout: float = 600.0, precompile: bool = False) -> None:
+        self.setup = Setup(ref, seed, baseline_json, deterministic)
+        self.identity = _file_identity(ref)
+        self.setup_timeout = setup_timeout
+        gpus = visible_devices() if gpu else []
+        self._envs = [{"CUDA_VISIBLE_DEVICES": gpus[i]} if gpu and devices > 1 else {}
+                      for i in range(devices)]
+        self.runs: list[Worker] = []
+        self.compilers: list[Worker] = []
+        self._compilers_wanted = compilers
+        # With `precompile`, compile workers see no GPU and compile into Triton's cache for
+        # the target the run worker reports; else they compile on the GPU.
+        self._compile_env = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""} if precompile \
+            else {}
+        self.notes: list[str] = []  # why compile workers were dropped
+        self._all_launched = False
+        self.reused = 0  # workers taken over from an earlier pool
+
+    @property
+    def run(self) -> Worker:
+        return self.runs[0]
+
+    def _take(self, role: str, env: dict[str, str]) -> Worker:
+        """A kept worker of this role and device, re-tasked; else a new one, launched."""
+        kept = _IDLE.get((self.identity, role), [])
+        for w in kept:
+            if w.env == env and w.alive():
+                kept.remove(w)
+                w.setup_timeout = self.setup_timeout
+                w.retask(self.setup)
+                self.reused += 1
+                return w
+        s = self.setup
+        w = Worker(s.ref, seed=s.seed, baseline_json=s.baseline_json,
+                   deterministic=s.deterministic, setup_timeout=self.setup_timeout, env=env)
+        w.launch()
+        return w
+
+    def launch(self, first_only: bool = False) -> None:
+        """Start (or re-task) the workers not yet started, without waiting for them to load
+        the task; with `first_only`, only the first run worker."""
+        if not self.runs:
+            self.runs = [self._take("run0", self._envs[0])]
+        if first_only or self._all_launched:
+            return
+        self._all_launched = True
+        self.runs += [self._take(f"run{i}", env) for i, env in enumerate(self._envs) if i]
+        self.compilers = [self._take("compile", self._compile_env)
+                          for _ in range(self._compilers_wanted)]
+
+    def start_first(self) -> None:
+        """Start only the first run worker and wait for it (enough to re-check a stored best)."""
+        self.launch(first_only=True)
+        self._wait([self.run], runs=1)
 
     def start(self) -> None:
-        """Start every worker; raises the run worker's setup error (a failing reference or
-        baseline among them), drops compile workers that did not start."""
-        with ThreadPoolExecutor(max_workers=1 + len(self.compilers)) as pool:
-            errors = list(pool.map(_try_start, [self.run, *self.compilers]))
-        if errors[0] is not None:
-            self.close()
-            raise errors[0]
-        self.compilers = [w for w, err in zip(self.compilers, errors[1:]) if err is None]
+        """Start every worker and wait for them; raises the first run worker's setup error (a
+        failing reference or baseline among them), drops compile workers that did not start."""
+        self.launch()
+        self._wait([*self.runs, *self.compilers], runs=len(self.runs))
 
-    def compile_all(self, configs: list[Config], timeout: float) -> list[tuple[Config, Reply]]:
-        """Compile `configs` in parallel; each with its reply. Without compile workers, none."""
+    def _wait(self, workers: list[Worker], runs: int) -> None:
+        """Wait for `workers` to load the task, side by side; on Ctrl-C stop them all."""
+        pool = ThreadPoolExecutor(max_workers=len(workers))
+        try:
+            errors = list(pool.map(_try_wait, workers))
+        except KeyboardInterrupt:
+            for w in workers:
+                w.stop()
+            raise
+        finally:
+            pool.shutdown(wait=False)
+        failed = next((e for e in errors[:runs] if e is not None), None)
+        if failed is not None:
+            self.close()
+            raise failed
+        for w, err in zip(workers[runs:], errors[runs:]):
+            if err is not None and not self.notes:
+                self.notes.append(f"the compile workers could not load the task, so each config "
+                                  f"compiles at its first launch instead: {str(err)[:300]}")
+        for w in self.compilers:
+            if not w.alive():
+                w.close()
+        self.compilers = [w for w in self.compilers if w.alive()]
+
+    def compile_all(self, configs: list[Config], timeout: float, target: str | None = None
+                    ) -> list[tuple[Config, Reply]]:
+        """Compile `configs` in parallel (for `target`, in compile workers without a GPU);
+        each with its reply. Without compile workers, none."""
         n = len(self.compilers)
         if n == 0:
             return []
         jobs = [configs[i::n] for i in range(n)]
 
         def compile_part(i: int) -> list[tuple[Config, Reply]]:
-            return [(c, self.compilers[i].request("compile", c.key(), None, timeout))
+            return [(c, self.compilers[i].request("compile", c.key(), target, timeout))
                     for c in jobs[i]]
 
         with ThreadPoolExecutor(max_workers=n) as pool:
             return [r for part in pool.map(compile_part, range(n)) for r in part]
 
     def close(self) -> None:
-        for w in (self.run, *self.compilers):
+        """Keep the live, idle workers for the next pool of this process; stop the rest."""
+        for key in [k for k in _IDLE if k[0] != self.identity]:
+            for w in _IDLE.pop(key):
+                w.close()
+        roles = [(f"run{i}", w) for i, w in enumerate(self.runs)] + [
+            ("compile", w) for w in self.compilers]
+        for role, w in roles:
+            try:
+                if w.idle():
+                    w.unload()
+                    _IDLE.setdefault((self.identity, role), []).append(w)
+                    continue
+            except OSError:  # it died just now
+                pass
             w.close()
+        self.runs, self.compilers = [], []

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
-__all__ = ["Precompiled", "PrecompileError", "TensorSpec", "gpu_target", "precompile"]
+__all__ = ["Precompiled", "PrecompileError", "TaskCompiler", "TensorSpec", "gpu_target",
+           "parse_target", "precompile", "target_text"]
 
 
 class PrecompileError(RuntimeError):
@@ -127,3 +128,41 @@ def precompile(kernel: Any, args: Mapping[str, Any], config: Mapping[str, Any],
     return Precompiled(hash=compiled.hash, name=compiled.metadata.name,
                        shared_bytes=int(compiled.metadata.shared),
                        seconds=time.perf_counter() - start)
+
+
+def parse_target(text: str) -> Any:
+    """The target named 'backend:arch:warp_size' (as `target_text` writes it)."""
+    backend, arch, warp = text.split(":")
+    return gpu_target(int(arch), backend, int(warp))
+
+
+def target_text(target: Any) -> str:
+    return f"{target.backend}:{target.arch}:{target.warp_size}"
+
+
+class TaskCompiler:
+    """Compiles one task's configs in a compile worker (no GPU, no CUDA context), for the
+    target each request names, with the argument specialisation of the task's draw-0 inputs
+    (made on the CPU)."""
+
+    kind = "compile"
+
+    def __init__(self, task: Any, *, seed: int, inputs: Any) -> None:
+        if task.launch is not None:
+            raise PrecompileError(f"{task.name} launches through its own function: its "
+                                  "arguments are only known there")
+        make = inputs or task.make_inputs
+        self.task = task
+        self.args = make(seed, "cpu")
+
+    def problem_key(self) -> str:
+        return self.task.problem_key(self.args)
+
+    def compile(self, config: Any, target: str) -> int:
+        """Compile one config for `target` ('cuda:90:32') into the cache; the shared memory it
+        needs per block, in bytes."""
+        from .task import split_config
+
+        kernel_kwargs, options = split_config(config)
+        return precompile(self.task.kernel, self.args, {**kernel_kwargs, **options},
+                          parse_target(target)).shared_bytes

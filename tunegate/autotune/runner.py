@@ -23,6 +23,7 @@ from .task import Args, Task, split_config
 __all__ = ["BaselineError", "Runner", "device_kind"]
 
 FRESH_DRAWS = 1_000_000  # stress draws start here: never the draws the quick checks used
+SHORT_WARMUP_MS, SHORT_REP_MS = 5, 20  # the short timing every candidate gets on a GPU
 
 
 class BaselineError(RuntimeError):
@@ -34,6 +35,18 @@ def device_kind() -> str:
     if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
         return "interpreter"
     return "gpu"
+
+
+def device_facts() -> tuple[str, int] | None:
+    """On a CUDA GPU: its compile target ('cuda:90:32', for compile workers) and the shared
+    memory a block may use on it, in bytes; None elsewhere."""
+    if device_kind() != "gpu" or torch.version.hip:
+        return None
+    from .precompile import gpu_target, target_text
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    limit = int(getattr(props, "shared_memory_per_block_optin", 0) or 0)
+    return target_text(gpu_target((props.major, props.minor))), limit
 
 
 def _sync() -> None:
@@ -253,10 +266,11 @@ class Runner:
                             first_wrong_draw=first_bad_draw,
                             seconds=time.perf_counter() - start)
 
-    def time(self, config: Config, draw: int = 0
+    def time(self, config: Config, draw: int = 0, full: bool = True
              ) -> tuple[float, Mismatch | None, str | None, float]:
         """Median milliseconds per launch on one draw, and the check of the output the timing
-        launches left (free: no extra launch): (ms, mismatch, vote, seconds comparing)."""
+        launches left (free: no extra launch): (ms, mismatch, vote, seconds comparing).
+        Not `full`: a short measurement on a GPU (L2 still flushed), to pick contenders."""
         pristine, expected = self.draw(draw)
         args = self.prepare(pristine)
         restore = bool(self.in_place or self.zeroed)
@@ -266,7 +280,14 @@ class Runner:
                 self.prepare(pristine, into=args)
             self.task.run(args, config)
 
-        if self.kind == "gpu":
+        if self.kind == "gpu" and not full:
+            import triton.testing
+
+            ms = float(triton.testing.do_bench(launch, warmup=SHORT_WARMUP_MS, rep=SHORT_REP_MS,
+                                               return_mode="median"))
+        elif self.kind == "gpu" and self.task.do_bench is not None:
+            ms = float(self.task.do_bench(launch, quantiles=(0.5, 0.2, 0.8))[0])
+        elif self.kind == "gpu":
             import triton.testing
 
             ms = float(triton.testing.do_bench(launch, warmup=25, rep=100,
@@ -284,8 +305,9 @@ class Runner:
         vote = self.vote(args) if bad is not None and draw == 0 else None
         return ms, bad, vote, time.perf_counter() - start
 
-    def compile(self, config: Config) -> None:
-        """Compile without running (GPU only), so compile errors surface in a compile worker."""
+    def compile(self, config: Config, target: Any = None) -> None:
+        """Compile without running (GPU only, for this GPU: `target` is not used), so compile
+        errors surface in a compile worker."""
         if self.kind != "gpu" or self.task.launch is not None:
             return
         args = self.inputs(0)

@@ -302,6 +302,23 @@ class Store:
                              (task, problem, env)).fetchone()
             return None if row is None else Best._from_row(row)
 
+    def has_best(self, task: str, env: str) -> bool:
+        """Whether a complete best of this task is stored for this environment (any problem)."""
+        with self._read() as db:
+            return db.execute("SELECT 1 FROM best WHERE task=? AND env=? AND partial=0 LIMIT 1",
+                              (task, env)).fetchone() is not None
+
+    def timings_elsewhere(self, kernel: str, env: str, problem: str
+                          ) -> list[tuple[str, Config, float]]:
+        """(problem, config, fastest correct ms) of this kernel at every other problem size in
+        this environment: what earlier runs say about which configs tend to win."""
+        with self._read() as db:
+            rows = db.execute("SELECT problem, config, MIN(time_ms) AS ms FROM trials "
+                              "WHERE kernel=? AND env=? AND problem!=? AND status='ok' AND "
+                              "time_ms IS NOT NULL GROUP BY problem, config",
+                              (kernel, env, problem)).fetchall()
+        return [(r["problem"], Config.from_json(r["config"]), r["ms"]) for r in rows]
+
     def save_best(self, key: TrialKey, config: Config, time_ms: float | None,
                   timing: str | None, *, partial: bool = False, measured: int | None = None,
                   budget: int | None = None) -> Best:

@@ -16,6 +16,7 @@ __all__ = ["STRATEGIES", "Exhaustive", "PatternSearch", "RandomSearch", "Strateg
            "make_strategy"]
 
 Results = Mapping[Config, float | None]  # config -> median ms, or None if it failed
+Prior = Mapping[Config, float]  # config -> its mean rank elsewhere (0 fastest .. 1 slowest)
 
 
 class Strategy(ABC):
@@ -24,10 +25,22 @@ class Strategy(ABC):
     name: ClassVar[str]
 
     def __init__(self, region: Region, rng: random.Random,
-                 points: Sequence[Config] | None = None, batch: int = 8) -> None:
+                 points: Sequence[Config] | None = None, batch: int = 8,
+                 prior: Prior | None = None) -> None:
         self.region, self.rng, self.batch = region, rng, batch
         self.points = None if points is None else [p for p in points if region.contains(p)]
         self.proposed: set[Config] = set()
+        # Configs that ranked well at other problem sizes of this kernel, best first: tried
+        # before anything else (those the region allows).
+        self.favoured = [c for c in sorted(prior or {}, key=lambda c: (prior or {})[c])
+                         if region.contains(c) and (self.points is None or c in self.points)]
+
+    def _favoured(self, n: int) -> list[Config]:
+        """Up to `n` of the configs that ranked best elsewhere, not proposed yet."""
+        out: list[Config] = []
+        while self.favoured and len(out) < n:
+            out += self._fresh([self.favoured.pop(0)])
+        return out
 
     def _fresh(self, configs: list[Config]) -> list[Config]:
         out = []
@@ -62,7 +75,8 @@ class Exhaustive(Strategy):
         self._iter = iter(self.points) if self.points is not None else self.region.configs()
 
     def next_batch(self, results: Results) -> list[Config]:
-        return self._fresh(list(itertools.islice(self._iter, self.batch)))
+        first = self._favoured(self.batch)
+        return first + self._fresh(list(itertools.islice(self._iter, self.batch - len(first))))
 
 
 class RandomSearch(Strategy):
@@ -71,7 +85,8 @@ class RandomSearch(Strategy):
     name = "random"
 
     def next_batch(self, results: Results) -> list[Config]:
-        return self._random(self.batch)
+        first = self._favoured(self.batch)
+        return first + self._random(self.batch - len(first))
 
 
 class PatternSearch(Strategy):
@@ -83,7 +98,8 @@ class PatternSearch(Strategy):
     def next_batch(self, results: Results) -> list[Config]:
         timed = sorted((t, c.key(), c) for c, t in results.items() if t is not None)
         if len(timed) < self.keep:
-            return self._random(self.batch)
+            first = self._favoured(self.batch)
+            return first + self._random(self.batch - len(first))
         out: list[Config] = []
         for _, _, best in timed[: self.keep]:
             neighbors = (self.region.neighbors(best) if self.points is None
@@ -107,12 +123,15 @@ STRATEGIES: dict[str, type[Strategy]] = {
 
 
 def make_strategy(name: str, region: Region, rng: random.Random, *, budget: int,
-                  points: Sequence[Config] | None = None) -> Strategy:
-    """The strategy called `name`; 'auto' is exhaustive when everything fits the budget."""
+                  points: Sequence[Config] | None = None, prior: Prior | None = None
+                  ) -> Strategy:
+    """The strategy called `name`; 'auto' is exhaustive when everything fits the budget.
+    `prior` (ranks at other problem sizes) decides which configs come first."""
     if name == "auto":
         size = len(points) if points is not None else region.upper_bound()
         name = "exhaustive" if size <= budget else "pattern"
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r} (known: auto, {', '.join(STRATEGIES)})")
     # Exhaustive batches are large so that a GPU compiles many configs in parallel at once.
-    return STRATEGIES[name](region, rng, points, batch=64 if name == "exhaustive" else 8)
+    return STRATEGIES[name](region, rng, points, batch=64 if name == "exhaustive" else 8,
+                            prior=prior)

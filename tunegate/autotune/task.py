@@ -39,6 +39,8 @@ class Task(BaseModel):
     - `reference(**args)`: expected outputs (a tensor, a tuple in `outputs` order, a dict, or
       None after writing them in place). Without it, the baseline config is the reference.
     - `tolerances`: per-dtype (rtol, atol) overrides, keyed by dtype name ('float16', …).
+    - `do_bench`: on a GPU, times a launch as `do_bench(fn, quantiles=(0.5, 0.2, 0.8))[0]`
+      (the drop-in passes triton.autotune's own); else `triton.testing.do_bench`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
@@ -56,6 +58,7 @@ class Task(BaseModel):
     launch: Callable[[Args, Config], None] | None = None
     tolerances: dict[str, tuple[float, float]] = Field(default_factory=dict)
     key: Callable[[Args], str] | None = None
+    do_bench: Callable[..., Any] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -8,11 +8,14 @@ and is re-checked on a fresh draw once per process before its first reuse.
 
 from __future__ import annotations
 
+import logging
+import queue
 import random
+import threading
 import time
 import uuid
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,15 +28,20 @@ from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import CheckFailed, Evaluator, Trial, failure_reason
 from .fingerprint import codegen_environment, digest
-from .pool import WorkerPool
+from .pool import WorkerPool, cpu_cores, device_count
 from .store import Best, Store, StoreError, TrialKey, open_store
 from .strategies import make_strategy
 from .stress import StressCheck
 from .task import Task
 from .worker import BaselineFailed, TaskRef, WorkerSetupError
 from ..errors import TunegateError
+from ..reasons import Reason
 
 __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"]
+
+log = logging.getLogger(__name__)
+
+CONTENDERS = 1.3  # short timings within this factor of the fastest get the full timing
 
 # Stored bests re-checked on a fresh draw in this process: (task, problem, env, config).
 _RECHECKED: set[tuple[str, str, str, str]] = set()
@@ -122,6 +130,11 @@ class Tuner:
 
     `stress` sizes the stress check (see `StressCheck`); `retune` ignores a stored best;
     `recheck_reused` re-checks a stored best on a fresh draw once per process before reuse.
+    `devices` is how many run workers measure configs side by side: one per GPU (each sees only
+    its own), by default every visible GPU or TUNEGATE_DEVICES; under the interpreter N
+    simulated devices. `compile_workers` defaults to the CPU cores this process may use.
+    `staged_timing` times every candidate briefly and only the contenders (see `CONTENDERS`)
+    with the full measurement; off, every candidate gets the full one.
     """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
@@ -129,21 +142,34 @@ class Tuner:
                  strategy: str = "auto", budget: Budget = Budget(), seed: int = 0,
                  draws: int = 2, timeout: float | None = None, compile_workers: int | None = None,
                  stress: StressCheck = StressCheck(), retune: bool = False,
-                 recheck_reused: bool = True,
+                 recheck_reused: bool = True, devices: int | None = None,
+                 staged_timing: bool = True,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.task, self.ref = task, ref
-        self.policy = policy or Policy.load()
-        self.env = env or detect_environment(probe_device=True)
-        self.store = store or open_store()
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
-        self.timeout, self.compile_workers = timeout, compile_workers
+        self.timeout, self.compile_workers, self.devices = timeout, compile_workers, devices
+        self.staged_timing = staged_timing
+        self._refined: set[int] = set()  # trials timed in full after a short timing
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.progress = progress or (lambda event: None)
-        self.traits = detect_traits(task.kernel)
-        self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         self.trials: list[Trial] = []
         self._rows: list[int] = []  # the store's row of each trial
         self.notes: list[str] = []
+        self.traits = detect_traits(task.kernel)
+        # With a reference no baseline is needed: the first run worker loads the task while
+        # this process loads the policy, probes the environment and gates the space.
+        self._pool = self._make_pool(None) if task.reference is not None else None
+        if self._pool is not None:
+            self._pool.launch(first_only=True)
+        try:
+            self.policy = policy or Policy.load()
+            self.env = env or detect_environment(probe_device=True)
+            self.store = store or open_store()
+            self.region: Region = self.policy.gate(task.space, self.env, self.traits)
+        except BaseException:
+            if self._pool is not None:
+                self._pool.close()
+            raise
 
     # -- helpers ---------------------------------------------------------------------------
     def _removals(self) -> dict[str, int]:
@@ -186,7 +212,7 @@ class Tuner:
             else self.task.space.cardinality(),
             compared_with=self._compared_with, notes=self.notes,
             wall_seconds=time.perf_counter() - start,
-            check_seconds=self._evaluator.seconds if self._evaluator else 0.0,
+            check_seconds=sum(e.seconds for e in self._evaluators),
             **{"best": None, "best_time_ms": None, "trials": self.trials, **fields})
 
     # -- the run ---------------------------------------------------------------------------
@@ -194,6 +220,7 @@ class Tuner:
         """Tune; raises TuneError (with the partial result) when no correct config is found."""
         start = time.perf_counter()
         self._evaluator: Evaluator | None = None
+        self._evaluators: list[Evaluator] = []
         baseline = None if self.task.reference is not None else baseline_config(
             self.task.space, self.region.binding)
         self._compared_with = "the reference function" if baseline is None else (
@@ -206,14 +233,14 @@ class Tuner:
         pool = self._start(baseline)
         try:
             self._timing = pool.run.kind or "interpreter"
-            self._timeout = self.timeout or (60.0 if self._timing == "gpu" else 300.0)
             self._key = TrialKey(
                 run=uuid.uuid4().hex[:12], task=self.task.fingerprint(),
                 kernel=self.task.kernel_hash(), kernel_name=self.task.name,
                 problem=pool.run.problem_key or "", policy=self.policy.fingerprint(),
                 env=digest([self.env.fingerprint(), repr(codegen_environment())]))
-            self._evaluator = Evaluator(pool.run, draws=self.draws, stress=self.stress,
-                                        timeout=self._timeout)
+            self._evaluators = [Evaluator(w, draws=self.draws, stress=self.stress,
+                                          timeout=self._timeout) for w in pool.runs]
+            self._evaluator = self._evaluators[0]
             if baseline is not None:
                 self.notes.append(f"no reference: results are compared with "
                                   f"{self._compared_with}")
@@ -225,29 +252,62 @@ class Tuner:
             pool.close()
 
     def _start(self, baseline: Config | None) -> WorkerPool:
-        from .runner import device_kind
-
-        n = self.compile_workers if self.compile_workers is not None else 4
-        gpu = device_kind() == "gpu" and self.task.launch is None
-        pool = WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
-                          else None, compilers=n if gpu else 0,
-                          deterministic=self._deterministic())
+        """The pool, started: only the first run worker when a stored best may be reused
+        (its re-check needs no more), every worker at once otherwise."""
+        pool, self._pool = self._pool or self._make_pool(baseline), None
         try:
-            pool.start()
+            if self._may_reuse():
+                pool.start_first()
+            else:
+                pool.start()
         except BaselineFailed as e:
             raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: {e}") from None
         except WorkerSetupError as e:
             raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+        except BaseException:
+            pool.close()
+            raise
         return pool
+
+    def _make_pool(self, baseline: Config | None) -> WorkerPool:
+        """The pool for this task: run workers per device, compile workers per CPU core."""
+        from .runner import device_kind
+
+        gpu = device_kind() == "gpu"
+        self._timeout = self.timeout or (60.0 if gpu else 300.0)
+        compilers = self.compile_workers if self.compile_workers is not None else cpu_cores()
+        devices = 1 if self.task.reference is None else device_count(gpu, self.devices)
+        if self.task.reference is None and device_count(gpu, self.devices) > 1:
+            self.notes.append("without a reference, configs are measured on one device: the "
+                              "vote on the baseline's output needs every output in one worker")
+        return WorkerPool(self.ref, seed=self.seed, baseline_json=baseline.key() if baseline
+                          else None, compilers=compilers if gpu and self.task.launch is None
+                          else 0, deterministic=self._deterministic(), devices=devices,
+                          gpu=gpu, setup_timeout=self._timeout, precompile=True)
+
+    def _may_reuse(self) -> bool:
+        """Whether the store holds a best of this task in this environment (for any problem)."""
+        if self.retune:
+            return False
+        env = digest([self.env.fingerprint(), repr(codegen_environment())])
+        return self.store.has_best(self.task.fingerprint(), env)
 
     def _tune(self, pool: WorkerPool, start: float) -> TuneResult:
         stored = self._reuse()
         if stored is not None:
             return self._result(start, best=stored.config.values, best_time_ms=stored.time_ms,
                                 reused=True)
+        try:
+            pool.start()  # the workers a search needs, if only the first one was started
+        except WorkerSetupError as e:
+            raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+        self._evaluators[1:] = [Evaluator(w, draws=self.draws, stress=self.stress,
+                                          timeout=self._timeout) for w in pool.runs[1:]]
         stopped: BaseException | None = None
         try:
             interrupted = self._search(pool, start)
+            if not interrupted:
+                self._refine()
         except WorkerSetupError as e:
             interrupted, stopped = True, e
         self._check_baseline_support(start)
@@ -351,14 +411,43 @@ class Tuner:
             self._store_failed(e)
 
     def _precompile(self, pool: WorkerPool, batch: list[Config]) -> list[Config]:
-        """Compile a batch in parallel isolated workers; returns the configs that compiled."""
+        """Compile a batch in parallel isolated workers into Triton's cache; returns the configs
+        that compiled (or that compile at their first launch, where compiling ahead failed)."""
         failed = set()
-        for config, reply in pool.compile_all(batch, self._timeout):
+        for note in pool.notes:
+            self._note(note)
+        target, limit = pool.run.device_facts or (None, None)
+        if pool.compilers and target is None:
+            self._note("the GPU's compile target is unknown (not a CUDA GPU): each config "
+                       "compiles at its first launch")
+            return batch
+        late = []
+        for config, reply in pool.compile_all(batch, self._timeout, target):
+            if reply.status == "error":  # not the kernel's fault: the run worker compiles it
+                log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
+                          config.text(), reply.error)
+                late.append((config, reply))
+                continue
             if reply.status != "ok":
                 failed.add(config)
                 self._record(Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
                                    reason=failure_reason(reply, "compilation")))
+            elif limit and isinstance(reply.value, int) and reply.value > limit:
+                failed.add(config)
+                self._record(Trial(config=config.values, status="compile_error", reason=Reason(
+                    kind="compile", summary=f"needs {reply.value} bytes of shared memory per "
+                    f"block; the device allows {limit}",
+                    evidence={"shared_bytes": reply.value, "limit": limit})))
+        if late:
+            config, reply = late[0]
+            self._note(f"{len(late)} config(s) could not be compiled ahead and compiled at their "
+                       f"first launch instead (e.g. {config.text()}: "
+                       f"{(reply.error or '').splitlines()[0][:200]})")
         return [c for c in batch if c not in failed]
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _search(self, pool: WorkerPool, start: float) -> bool:
         """Measure configs until the budget is spent; True if interrupted (Ctrl-C)."""
@@ -366,7 +455,8 @@ class Tuner:
         k = self._key
         quarantined = self.store.quarantined(k.task, k.problem, k.env)
         strategy = make_strategy(self.strategy_name, self.region, random.Random(self.seed),
-                                 budget=self.budget.configs, points=self.task.configs)
+                                 budget=self.budget.configs, points=self.task.configs,
+                                 prior=self._prior())
         self.progress({"event": "start", "budget": self.budget.configs,
                        "strategy": type(strategy).name})
         results: dict[Config, float | None] = {}
@@ -384,17 +474,111 @@ class Tuner:
                     results[config] = None
                     self._record(Trial(config=config.values, status="wrong",
                                        reason=quarantined[config]))
-                for config in self._precompile(pool, batch):
-                    if out_of_time():
-                        return False
-                    experimental = self.region.verdict(config).status == "experimental"
-                    trial = self._evaluator.evaluate(config, experimental)
-                    results[config] = trial.time_ms
+                for trial in self._measure(self._precompile(pool, batch), out_of_time,
+                                           self._first_timing):
+                    results[Config(values=trial.config)] = trial.time_ms
                     self._record(trial)
+                if out_of_time():
+                    return False
         except KeyboardInterrupt:
-            pool.run.stop()  # its answer to the interrupted request must not be read as the next
+            for w in pool.runs:  # their answers to interrupted requests must not be read later
+                w.stop()
             return True
         return False
+
+    def _first_timing(self, evaluator: Evaluator, config: Config) -> Trial:
+        experimental = self.region.verdict(config).status == "experimental"
+        return evaluator.evaluate(config, experimental,
+                                  short=self.staged_timing and self._timing == "gpu")
+
+    def _refine(self) -> None:
+        """Successive halving: the full timing for the contenders of the short timings (the
+        fastest third, and any within `CONTENDERS`x of the fastest); their rows updated."""
+        if not self.staged_timing or self._timing != "gpu":
+            return  # the interpreter's timing has one stage: there is nothing to refine
+        timed = sorted((i for i, t in enumerate(self.trials) if t.status == "ok"),
+                       key=lambda i: self.trials[i].time_ms)  # type: ignore[arg-type,return-value]
+        if not timed:
+            return
+        fastest = self.trials[timed[0]].time_ms or 0.0
+        keep = max(1, -(-len(timed) // 3))
+        chosen = [i for n, i in enumerate(timed)
+                  if n < keep or (self.trials[i].time_ms or 0.0) <= CONTENDERS * fastest]
+        by_config = {Config(values=self.trials[i].config): i for i in chosen}
+
+        def retime(evaluator: Evaluator, config: Config) -> Trial:
+            return evaluator.retime(self.trials[by_config[config]])
+
+        for trial in self._measure(list(by_config), lambda: False, retime):
+            i = by_config[Config(values=trial.config)]
+            self.trials[i] = trial
+            self._refined.add(i)
+            self.store.update(self._rows[i], trial.status, time_ms=trial.time_ms,
+                              checked_draws=trial.checked_draws,
+                              checked_launches=trial.checked_launches, reason=trial.reason)
+            self.progress({"event": "full_timing", "trial": trial})
+
+    def _measure(self, configs: list[Config], out_of_time: Callable[[], bool],
+                 work: Callable[[Evaluator, Config], Trial]) -> Iterator[Trial]:
+        """`work` on each of `configs`, spread over the run workers (one per device); trials in
+        the order of `configs`, each exactly once; none started once out of time."""
+        if len(self._evaluators) == 1:
+            for config in configs:
+                if out_of_time():
+                    return
+                yield work(self._evaluators[0], config)
+            return
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(len(configs)):
+            todo.put(i)
+        done: dict[int, Trial] = {}
+        finished = threading.Condition()
+
+        def drain(evaluator: Evaluator) -> None:
+            try:
+                while not out_of_time() and not failed:
+                    try:
+                        i = todo.get_nowait()
+                    except queue.Empty:
+                        break
+                    trial = work(evaluator, configs[i])
+                    with finished:
+                        done[i] = trial
+                        finished.notify()
+            except Exception as e:  # CheckFailed: the reference broke; the search must stop
+                failed.append(e)
+            finally:
+                with finished:
+                    drained[0] += 1
+                    finished.notify()
+
+        drained, failed = [0], []  # type: ignore[var-annotated]
+        threads = [threading.Thread(target=drain, args=(e,), daemon=True)
+                   for e in self._evaluators]
+        for t in threads:
+            t.start()
+        for i in range(len(configs)):
+            with finished:
+                while i not in done and drained[0] < len(threads):
+                    finished.wait()
+            if failed:
+                raise failed[0]
+            if i in done:  # else never started: out of time
+                yield done.pop(i)
+
+    def _prior(self) -> dict[Config, float]:
+        """Each config's mean rank (0 fastest, 1 slowest) among the correct timings of this
+        kernel at other problem sizes in this environment: what the store already knows."""
+        k = self._key
+        by_problem: dict[str, list[tuple[float, Config]]] = {}
+        for problem, config, ms in self.store.timings_elsewhere(k.kernel, k.env, k.problem):
+            by_problem.setdefault(problem, []).append((ms, config))
+        ranks: dict[Config, list[float]] = {}
+        for timed in by_problem.values():
+            timed.sort(key=lambda t: t[0])
+            for n, (_, config) in enumerate(timed):
+                ranks.setdefault(config, []).append(n / max(1, len(timed) - 1))
+        return {c: sum(r) / len(r) for c, r in ranks.items()}
 
     def _check_baseline_support(self, start: float) -> None:
         """Without a reference: stop if a larger group of configs agree among themselves and
@@ -422,8 +606,10 @@ class Tuner:
     def _winner(self) -> tuple[Config | None, float | None]:
         """The fastest timed config that passes the stress check; failures are quarantined."""
         assert self._evaluator is not None
+        # Fully timed contenders first: a short timing only decided that the others lost.
         timed = sorted((i for i, t in enumerate(self.trials) if t.status == "ok"),
-                       key=lambda i: self.trials[i].time_ms)  # type: ignore[arg-type,return-value]
+                       key=lambda i: (i not in self._refined and bool(self._refined),
+                                      self.trials[i].time_ms))
         for i in timed:
             trial = self.trials[i]
             config = Config(values=trial.config)

@@ -10,14 +10,17 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sys
+import threading
 import tempfile
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
-__all__ = ["BaselineFailed", "Reply", "TaskRef", "Worker", "WorkerSetupError"]
+__all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
 _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
@@ -59,6 +62,25 @@ class Reply:
     seconds: float = 0.0
 
 
+_ENV_LOCK = threading.Lock()
+
+
+@contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    """`env` set in os.environ while a process is spawned (it inherits it), then restored."""
+    with _ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 def _classify(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}"
     if any(s in text for s in _STICKY):
@@ -89,30 +111,93 @@ def _load(ref: TaskRef) -> Any:
     return getattr(obj, "task", obj)
 
 
-def _child(conn: Connection, ref: TaskRef, seed: int, baseline_json: str | None,
-           stderr_path: str, deterministic: bool) -> None:
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+@dataclass(frozen=True)
+class Setup:
+    """What a worker loads: the task, the input seed, the baseline config and whether repeated
+    launches must agree bit for bit. A live worker can be sent a new one (see `Worker.retask`)."""
+
+    ref: TaskRef
+    seed: int
+    baseline_json: str | None
+    deterministic: bool
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
+    """The runner for `setup`, and the message that says whether it could be made."""
+    from ..space.space import Config
+    from .backend import COMPILE_ONLY
+    from .runner import BaselineError, Runner, device_facts
+
+    try:
+        if os.environ.get(COMPILE_ONLY) == "1":
+            from .precompile import TaskCompiler
+
+            compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs)
+            return compiler, ("ready", compiler.problem_key(), compiler.kind, None)
+        baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
+        runner = Runner(_load(setup.ref), seed=setup.seed, baseline=baseline,
+                        inputs=setup.ref.inputs, deterministic=setup.deterministic)
+        return runner, ("ready", runner.problem_key(), runner.kind, device_facts())
+    except BaselineError as e:
+        return None, ("baseline_error", str(e))
+    except Exception as e:
+        return None, ("setup_error",
+                      f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+
+
+def _free_memory() -> None:
+    """Give cached GPU memory back (the runner's tensors are freed as it is dropped)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> None:
+    _die_with_parent()
+    if os.getppid() != parent:
+        return  # the parent died before the line above took effect
+    from .backend import COMPILE_ONLY
+
+    if os.environ.get(COMPILE_ONLY) == "1":
+        os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from ..space.space import Config
-    from .runner import BaselineError, Runner
+    from .runner import BaselineError
 
-    try:
-        baseline = Config.from_json(baseline_json) if baseline_json else None
-        runner = Runner(_load(ref), seed=seed, baseline=baseline, inputs=ref.inputs,
-                        deterministic=deterministic)
-        conn.send(("ready", runner.problem_key(), runner.kind))
-    except BaselineError as e:
-        conn.send(("baseline_error", str(e)))
-        return
-    except Exception as e:
-        conn.send(("setup_error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"))
+    runner, message = _ready(setup)
+    conn.send(message)
+    if runner is None:
         return
     while True:
         try:
             op, config_json, arg = conn.recv()
         except EOFError:
-            return
+            return  # the parent closed its end or died: nothing more will come
+        if op == "load":
+            runner = None  # the old task's inputs are freed before the new one's are made
+            runner, message = _ready(arg)
+            conn.send(message)
+            if runner is None:
+                return
+            continue
+        if op == "unload":  # kept idle: hold no inputs, outputs or cached GPU memory
+            runner = None
+            _free_memory()
+            continue
         config = Config.from_json(config_json)
         try:
             value = _operate(runner, op, config, arg)
@@ -130,9 +215,9 @@ def _operate(runner: Any, op: str, config: Any, arg: Any) -> Any:
     """One request: 'check' (draws, first draw), 'stress' (settings), 'time' or 'compile'.
     Check times exclude the first launch, which loads the compiled kernel."""
     if op == "compile":
-        return runner.compile(config)
+        return runner.compile(config, arg)
     if op == "time":
-        ms, mismatch, vote, seconds = runner.time(config)
+        ms, mismatch, vote, seconds = runner.time(config, full=arg != "short")
         return ms, mismatch.model_dump() if mismatch else None, vote, seconds
     runner.warm(config)
     if op == "stress":
@@ -147,31 +232,81 @@ def _operate(runner: Any, op: str, config: Any, arg: Any) -> Any:
 
 
 class Worker:
-    """One isolated process running one task's configs, replaced after a crash or timeout."""
+    """One isolated process running one task's configs, replaced after a crash or timeout.
+
+    `env` (e.g. CUDA_VISIBLE_DEVICES) is set for the process before it imports anything;
+    `setup_timeout` bounds loading the task (import, inputs, reference or baseline on draw 0).
+    """
 
     def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None,
-                 setup_timeout: float = 600.0, deterministic: bool = True) -> None:
-        self.ref, self.seed, self.baseline_json = ref, seed, baseline_json
-        self.deterministic = deterministic
+                 setup_timeout: float = 600.0, deterministic: bool = True,
+                 env: dict[str, str] | None = None) -> None:
+        self.setup = Setup(ref, seed, baseline_json, deterministic)
         self.setup_timeout = setup_timeout
+        self.env = dict(env or {})
         self._proc: Any = None
         self._conn: Connection | None = None
+        self._pending = False  # a setup was sent; its answer not read yet
         self._stderr = tempfile.NamedTemporaryFile(prefix="tunegate-worker-", suffix=".log",
                                                    delete=False)
         self.problem_key: str | None = None
         self.kind: str | None = None
+        self.device_facts: tuple[str, int] | None = None  # see runner.device_facts
 
-    def start(self) -> None:
+    @property
+    def ref(self) -> TaskRef:
+        return self.setup.ref
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def idle(self) -> bool:
+        """Alive with nothing in flight: may be re-tasked."""
+        return self.alive() and not self._pending
+
+    def launch(self) -> None:
+        """Start the process, which loads the task while the caller goes on; `wait` for it."""
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=_child, daemon=True,
-                                 args=(child, self.ref, self.seed, self.baseline_json,
-                                       self._stderr.name, self.deterministic))
-        self._proc.start()
+                                 args=(child, self.setup, os.getpid(), self._stderr.name))
+        with _environment(self.env):
+            self._proc.start()
         child.close()
-        if not self._conn.poll(self.setup_timeout):
+        self._pending = True
+
+    def retask(self, setup: Setup) -> None:
+        """Load another task (from the same, unchanged file) into the live process; `wait`."""
+        assert self._conn is not None and not self._pending
+        self.setup = setup
+        self._conn.send(("load", None, setup))
+        self._pending = True
+
+    def unload(self) -> None:
+        """Have the idle process drop the task's inputs and expected outputs (no answer)."""
+        assert self._conn is not None and not self._pending
+        self._conn.send(("unload", None, None))
+
+    def wait(self) -> None:
+        """Wait for the task to load; raises WorkerSetupError (BaselineFailed) if it did not,
+        and stops the process on Ctrl-C."""
+        if not self._pending:
+            return
+        assert self._conn is not None
+        self._pending = False
+        try:
+            answered = self._conn.poll(self.setup_timeout)
+        except KeyboardInterrupt:
             self.stop()
-            raise WorkerSetupError(f"the worker did not start in {self.setup_timeout:.0f} s")
+            raise
+        if not answered:
+            self.stop()
+            raise WorkerSetupError(f"the worker did not load the task within "
+                                   f"{self.setup_timeout:.0f} s (the per-config timeout)")
         try:
             msg = self._conn.recv()
         except EOFError:
@@ -184,7 +319,11 @@ class Worker:
         if msg[0] != "ready":
             self.stop()
             raise WorkerSetupError(msg[1])
-        _, self.problem_key, self.kind = msg
+        _, self.problem_key, self.kind, self.device_facts = msg
+
+    def start(self) -> None:
+        self.launch()
+        self.wait()
 
     def stderr_tail(self, lines: int = 12) -> str:
         try:
@@ -196,8 +335,9 @@ class Worker:
     def request(self, op: str, config_json: str, arg: Any = None,
                 timeout: float = 120.0) -> Reply:
         """Run one operation on one config; never raises for what the kernel does."""
-        if self._proc is None or not self._proc.is_alive():
+        if not self.alive():
             self.start()
+        self.wait()
         assert self._conn is not None
         start = time.perf_counter()
         self._conn.send((op, config_json, arg))
@@ -226,6 +366,7 @@ class Worker:
                 self._proc.kill()
             self._proc.join(timeout=10)
         self._proc = None
+        self._pending = False
         if self._conn is not None:
             self._conn.close()
         self._conn = None

@@ -1,0 +1,149 @@
+"""The worker pool: workers reused across runs, N simulated devices, lifecycle and set-up limits.
+
+Real kernels under the interpreter, in real worker processes; the task files are written here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from tunegate.autotune import Store, Tuner
+from tunegate.autotune.pool import close_idle_workers, idle_workers
+from tunegate.autotune.tuner import TuneError
+from tunegate.autotune.worker import TaskRef
+from tunegate.kernelfile import load_module
+from tunegate.policy import Policy
+
+pytestmark = pytest.mark.interpreter
+
+KERNEL = '''
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from tunegate.autotune import Task
+from tunegate.space import Parameter, PowerOfTwo, Space
+
+
+@triton.jit
+def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(x_ptr + offs, mask=mask) * 2
+    if BLOCK == 32:  # one config of the list is wrong
+        y = y + 1
+    tl.store(y_ptr + offs, y, mask=mask)
+
+
+def make_inputs(seed, device):
+    time.sleep(SLEEP)
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(128, generator=g).to(device),
+            "y_ptr": torch.empty(128, device=device), "n": 128}
+
+
+def reference(x_ptr, y_ptr, n):
+    return x_ptr * 2
+
+
+TASK = Task(name="double", kernel=kernel,
+            space=Space(parameters={"BLOCK": Parameter(domain=PowerOfTwo(low=16, high=128))}),
+            grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),),
+            make_inputs=make_inputs, outputs=("y_ptr",), reference=reference)
+'''
+
+
+def write(tmp_path, sleep=0.0):
+    path = tmp_path / "double.py"
+    path.write_text(textwrap.dedent(KERNEL).replace("SLEEP", repr(sleep)))
+    return path
+
+
+def tune(path, store, **options):
+    return Tuner(load_module(path).TASK, TaskRef(str(path), "TASK"), policy=Policy([]),
+                 store=store, **options).run()
+
+
+def test_workers_are_reused_across_runs_and_a_warm_start_starts_one(tmp_path):
+    close_idle_workers()
+    path, store = write(tmp_path), Store(tmp_path / "s.sqlite")
+    cold = tune(path, store, devices=2)
+    kept = idle_workers()
+    assert len(kept) == 2 and not cold.reused
+    pids = {w.pid for w in kept}
+    warm = tune(path, store, devices=2, retune=True)  # a search again: both workers, no new one
+    assert {w.pid for w in idle_workers()} == pids and not warm.reused
+    close_idle_workers()
+    reused = tune(path, store, devices=2)  # a fresh process's view: nothing kept
+    assert reused.reused and reused.best == warm.best  # the best the retune stored
+    assert any("re-checked on a fresh draw" in n for n in reused.notes)
+    assert len(idle_workers()) == 1  # only the worker the re-check needed was started
+    close_idle_workers()
+
+
+def test_simulated_devices_record_every_trial_once_with_the_same_answer(tmp_path):
+    close_idle_workers()
+    path = write(tmp_path)
+    one = tune(path, Store(tmp_path / "one.sqlite"), devices=1)
+    three = tune(path, Store(tmp_path / "three.sqlite"), devices=3)
+    close_idle_workers()
+    for result in (one, three):
+        keys = [tuple(sorted(t.config.items())) for t in result.trials]
+        assert len(keys) == len(set(keys)) == 4  # BLOCK 16, 32, 64, 128: each exactly once
+    assert {t.config["BLOCK"]: t.status for t in one.trials} == \
+        {t.config["BLOCK"]: t.status for t in three.trials} == \
+        {16: "ok", 32: "wrong", 64: "ok", 128: "ok"}
+    for result in (one, three):
+        fastest = min((t for t in result.trials if t.status == "ok"), key=lambda t: t.time_ms)
+        assert result.best == fastest.config
+    with Store(tmp_path / "three.sqlite")._read() as db:
+        rows = db.execute("SELECT config FROM trials").fetchall()
+    assert len(rows) == len({r["config"] for r in rows}) == 4
+
+
+def test_setup_obeys_the_per_config_timeout(tmp_path):
+    close_idle_workers()
+    path = write(tmp_path, sleep=30.0)
+    start = time.perf_counter()
+    with pytest.raises(TuneError, match="did not load the task within 3 s"):
+        tune(path, Store(tmp_path / "s.sqlite"), timeout=3)
+    assert time.perf_counter() - start < 20
+
+
+def test_workers_die_with_their_parent(tmp_path):
+    path = write(tmp_path)
+    script = textwrap.dedent(f'''
+        import os, signal, sys
+        from tunegate.autotune.pool import WorkerPool
+        from tunegate.autotune.worker import TaskRef
+        pool = WorkerPool(TaskRef({str(path)!r}, "TASK"), seed=0, baseline_json=None,
+                          compilers=0, deterministic=True, devices=2)
+        pool.start()
+        print(" ".join(str(w.pid) for w in pool.runs), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no atexit, no cleanup: only the kernel can help
+    ''')
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2, out.stderr
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,45 @@
+"""Compile workers that see no GPU fill Triton's cache for the GPU target they are told.
+
+Runs here without a GPU: the workers compile real cubins for sm_90 (the run worker interprets).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import KERNELS
+from tunegate.autotune.pool import WorkerPool, close_idle_workers
+from tunegate.autotune.precompile import TaskCompiler
+from tunegate.autotune.worker import TaskRef
+from tunegate.kernelfile import load_module
+from tunegate.space.space import Config
+
+pytestmark = pytest.mark.interpreter
+
+
+def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, monkeypatch):
+    close_idle_workers()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    ref = TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE")
+    pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
+                      precompile=True)
+    pool.start()
+    try:
+        assert len(pool.compilers) == 2 and {w.kind for w in pool.compilers} == {"compile"}
+        configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+        bad = Config(values={"BLOCK": 48, "STAGES": 1})  # arange of a non-power of two
+        replies = dict(pool.compile_all([*configs, bad], timeout=120, target="cuda:90:32"))
+    finally:
+        pool.close()
+        close_idle_workers()
+    assert all(replies[c].status == "ok" and isinstance(replies[c].value, int)
+               for c in configs), {c.text(): r.error for c, r in replies.items()}
+    assert replies[bad].status == "compile_error"
+    assert len(list((tmp_path / "cache").iterdir())) >= len(configs)
+
+
+def test_a_task_that_launches_itself_is_refused_with_a_reason():
+    task = load_module(KERNELS / "pipelined_copy.py").TASK
+    own = task.model_copy(update={"launch": lambda args, config: None})
+    with pytest.raises(Exception, match="launches through its own function"):
+        TaskCompiler(own, seed=0, inputs=None)
