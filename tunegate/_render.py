@@ -11,7 +11,7 @@ from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
 __all__ = ["best_entry", "bindings", "escape", "explanation", "kernel_loops", "layer_report",
-           "store_listing", "table", "tuning_outcome", "tuning_summary"]
+           "layers_in_brief", "store_listing", "table", "tuning_outcome", "tuning_summary"]
 
 # C0 and C1 controls (ANSI escapes start with one), DEL, and the invisible or reordering
 # format characters that could make a rule's text lie about what is on the screen.
@@ -90,11 +90,23 @@ def tuning_outcome(history: list[dict[str, Any]] | None) -> dict[str, Any] | Non
             "problem": h["problem"], "summary": h["summary"], "evidence": h.get("evidence")}
 
 
+def layers_in_brief(report: LayerReport) -> list[str]:
+    """The layers that applied in one line, and a line for each rule a higher layer weakened or
+    switched off: what `tune` and `explain` print so a stray policy file never goes unseen."""
+    out = ["policy layers: " + "; ".join(f"{layer.name} {layer.file} ({layer.rules} rules"
+                                         + (f", {layer.switch_offs} switched off" if
+                                            layer.switch_offs else "") + ")"
+                                         for layer in report.layers)]
+    out += [f"  {o.rule}: {o.change} by {o.layer} ({o.source}); was {o.was}, now {o.now}"
+            for o in report.weakened]
+    return out
+
+
 def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: str | None,
                 history: list[dict[str, Any]] | None = None,
-                compared_with: str | None = None) -> str:
+                compared_with: str | None = None, layers: LayerReport | None = None) -> str:
     """The whole explain report: verdict (a tuning failure first), matching rules, possible
-    rules, inactive rules, recorded history."""
+    rules, inactive rules, recorded history, the policy layers; safe to print on a terminal."""
     facts = env.describe()
     env_line = ", ".join(f"{k} {facts[k]}" for k in ("triton", "torch", "device", "capability"))
     if env.overridden:
@@ -152,7 +164,10 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
             out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}{stale}")
             for k, v in (h.get("evidence") or {}).items():
                 out.append(f"      {k}: {v}")
-    return "\n".join(out)
+    out += [f"note: {n}" for n in verdict.notes]
+    if layers is not None:
+        out += [""] + layers_in_brief(layers)
+    return escape("\n".join(out), keep_newlines=True)
 
 
 def kernel_loops(traits: KernelTraits) -> str:

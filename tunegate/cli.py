@@ -233,7 +233,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             "reasons": [r.model_dump(mode="json") for r in verdict.reasons()],
             "environment": env.model_dump(mode="json"),
             "kernel": {"name": traits.name, "traits": traits.evidence} if traits else None,
-            "policy": {"fingerprint": policy.fingerprint(), "layers": policy.layers},
+            "policy": {"fingerprint": policy.fingerprint(), "layers": policy.layers,
+                       "report": policy.layer_report().model_dump(mode="json")},
             "history": history,
         })
     else:
@@ -242,7 +243,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             kernel = traits.name + (" — traits: " + ", ".join(sorted(traits.traits))
                                     if traits.traits else " — no traits")
         print(_render.explanation(verdict, config.text(), env, kernel, history,
-                                  compared_with=compared_with))
+                                  compared_with=compared_with, layers=policy.layer_report()))
     order = {"allowed": 0, "experimental": 1, "excluded": 2}
     if args.fail_on and (order[verdict.status] >= order[args.fail_on] or outcome is not None):
         return EXIT_DETECTED
@@ -443,26 +444,37 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
                          "(or a kernel decorated with tunegate.autotuned)")
     ref = _task_ref(args.task, found)
     reference = f"{file}:{ref.name}"
-    tuner = Tuner(task, ref, policy=Policy.load(extra=args.policy), store=_store(args.store),
+    policy = Policy.load(extra=args.policy)
+    tuner = Tuner(task, ref, policy=policy, store=_store(args.store),
                   strategy=args.strategy, budget=Budget(configs=args.budget,
                                                         seconds=args.seconds),
                   seed=args.seed, draws=args.draws, timeout=args.timeout, stress=stress,
                   retune=args.retune, recheck_reused=not args.no_recheck,
+                  devices=args.devices, staged_timing=not args.no_staged_timing,
                   progress=None if args.json else _progress)
+    layers = policy.layer_report()
+
+    def as_json(data: dict[str, Any]) -> str:
+        return json.dumps({**data, "policy_layers": layers.model_dump(mode="json")}, indent=2)
+
+    def as_text(result: Any) -> str:
+        return "\n".join([_render.tuning_summary(result, reference), "",
+                          *map(_render.escape, _render.layers_in_brief(layers))])
+
     try:
         result = tuner.run()
     except TuneError as e:
         print(f"tunegate: tuning failed: {e}", file=sys.stderr)
         if args.json:
-            return EXIT_DETECTED, json.dumps(
+            return EXIT_DETECTED, as_json(
                 e.result.model_dump(mode="json") if e.result is not None else
-                {"task": task.name, "best": None, "trials": [], "error": str(e)}, indent=2)
+                {"task": task.name, "best": None, "trials": [], "error": str(e)})
         if e.result is not None and e.result.trials:
-            return EXIT_DETECTED, _render.tuning_summary(e.result, reference)
+            return EXIT_DETECTED, as_text(e.result)
         return EXIT_DETECTED, ""
     if args.json:
-        return EXIT_OK, json.dumps(result.model_dump(mode="json"), indent=2)
-    return EXIT_OK, _render.tuning_summary(result, reference)
+        return EXIT_OK, as_json(result.model_dump(mode="json"))
+    return EXIT_OK, as_text(result)
 
 
 # -- store -----------------------------------------------------------------------------------
@@ -609,6 +621,12 @@ def _tune_parser(verbs: Any) -> None:
                    help="search again even if a stored best config exists")
     p.add_argument("--no-recheck", action="store_true",
                    help="reuse a stored best without re-checking it on a fresh draw")
+    p.add_argument("--devices", type=_integer(1, 64),
+                   help="benchmark workers, one per GPU (default: every visible GPU; "
+                        "$TUNEGATE_DEVICES; under the interpreter, simulated workers)")
+    p.add_argument("--no-staged-timing", action="store_true",
+                   help="time every candidate fully instead of a short measurement first and "
+                        "full do_bench for contenders only")
     p.add_argument("--json", action="store_true",
                    help="machine-readable result, printed on failure too (with 'error')")
     p.set_defaults(run=cmd_tune)
@@ -670,7 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         return EXIT_PIPE
     except (TunegateError, FileNotFoundError) as e:
-        print(f"tunegate: error: {e}", file=sys.stderr)
+        print(f"tunegate: error: {_render.escape(str(e), keep_newlines=True)}", file=sys.stderr)
         if isinstance(e, PolicyError):
             print("hint: the policies.toml schema is in the README", file=sys.stderr)
         # Bad input is a ValueError (exit 2); a run that failed (TuneError) is a result (exit 1).
