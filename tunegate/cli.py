@@ -59,16 +59,23 @@ def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def _seconds(text: str) -> float:
-    """A positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, "
-                                         f"got {text!r}")
-    return value
+def _amount(unit: str, *, zero: bool) -> Any:
+    """An argparse type: a finite number of `unit`, positive (or 0 or more with `zero`)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}") from None
+        if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+            what = f"a finite number of {unit}, 0 or more" if zero else \
+                f"a positive, finite number of {unit}"
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+    return parse
+
+
+_seconds = _amount("seconds", zero=False)
+_days = _amount("days", zero=True)
 
 
 def _seed(text: str) -> int:
@@ -96,17 +103,6 @@ def _strategy(text: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown strategy {text!r} (known: "
                                          f"{', '.join(known)})")
     return text
-
-
-def _days(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number of days, 0 or more, "
-                                         f"got {text!r}")
-    return value
 
 
 @contextmanager
