@@ -321,6 +321,8 @@ class Tuner:
         gpu = device_kind() == "gpu"
         self._timeout = self.timeout or (60.0 if gpu else 300.0)
         compilers = self.compile_workers if self.compile_workers is not None else cpu_cores()
+        candidates = len(self.task.configs) if self.task.configs is not None else None
+        compilers = min(compilers, self.budget.configs, candidates or compilers)  # no idle ones
         devices = 1 if self.task.reference is None else device_count(gpu, self.devices)
         if self.task.reference is None and device_count(gpu, self.devices) > 1:
             self.notes.append("without a reference, configs are measured on one device: the "
