@@ -79,6 +79,9 @@ class TuneResult(BaseModel):
     reused: bool = False
     interrupted: bool = False
     wall_seconds: float = 0.0
+    startup_seconds: float = 0.0  # starting isolated workers (or the in-process re-check's set-up)
+    compile_seconds: float = 0.0  # compiling ahead in the compile workers (their wall time)
+    timing_seconds: float = 0.0  # the short and full timing stages (their output checks included)
     check_seconds: float = 0.0
     policy: str = ""
     env: str = ""
@@ -156,15 +159,18 @@ class Tuner:
         self._rows: list[int] = []  # the store's row of each trial
         self.notes: list[str] = []
         self.traits = detect_traits(task.kernel)
+        self._phases: Counter[str] = Counter()  # seconds per phase, for TuneResult
+        self.env = env or detect_environment(probe_device=True)
+        self.store = store or open_store()
         # With a reference no baseline is needed: the first run worker loads the task while
-        # this process loads the policy, probes the environment and gates the space.
-        self._pool = self._make_pool(None) if task.reference is not None else None
+        # this process loads the policy and gates the space; a stored best that may be reused
+        # is re-checked in this process instead, with no worker at all.
+        self._pool = self._make_pool(None) if task.reference is not None \
+            and not self._may_reuse() else None
         if self._pool is not None:
             self._pool.launch(first_only=True)
         try:
             self.policy = policy or Policy.load()
-            self.env = env or detect_environment(probe_device=True)
-            self.store = store or open_store()
             self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         except BaseException:
             if self._pool is not None:
@@ -212,7 +218,9 @@ class Tuner:
             else self.task.space.cardinality(),
             compared_with=self._compared_with, notes=self.notes,
             wall_seconds=time.perf_counter() - start,
-            check_seconds=sum(e.seconds for e in self._evaluators),
+            check_seconds=sum(e.seconds for e in self._evaluators) + self._phases["check"],
+            startup_seconds=self._phases["startup"], compile_seconds=self._phases["compile"],
+            timing_seconds=self._phases["timing"],
             **{"best": None, "best_time_ms": None, "trials": self.trials, **fields})
 
     # -- the run ---------------------------------------------------------------------------
@@ -230,14 +238,17 @@ class Tuner:
             raise TuneError(f"the baseline config {baseline.text()} is excluded here "
                             f"({', '.join(m.rule for m in verdict.matched)}); give the task a "
                             "reference function")
-        pool = self._start(baseline)
+        checked = False
+        if self._pool is None and self._may_reuse():
+            reused, checked = self._reuse_in_process(baseline, start)
+            if reused is not None:
+                return reused  # else, if `checked`, the stored best was turned down: search
+        phase = time.perf_counter()
+        pool = self._start(baseline, first_only=not checked)
+        self._phases["startup"] += time.perf_counter() - phase
         try:
             self._timing = pool.run.kind or "interpreter"
-            self._key = TrialKey(
-                run=uuid.uuid4().hex[:12], task=self.task.fingerprint(),
-                kernel=self.task.kernel_hash(), kernel_name=self.task.name,
-                problem=pool.run.problem_key or "", policy=self.policy.fingerprint(),
-                env=digest([self.env.fingerprint(), repr(codegen_environment())]))
+            self._key = self._trial_key(pool.run.problem_key or "")
             self._evaluators = [Evaluator(w, draws=self.draws, stress=self.stress,
                                           timeout=self._timeout) for w in pool.runs]
             self._evaluator = self._evaluators[0]
@@ -245,18 +256,52 @@ class Tuner:
                 self.notes.append(f"no reference: results are compared with "
                                   f"{self._compared_with}")
             try:
-                return self._tune(pool, start)
+                return self._tune(pool, start, checked)
             except CheckFailed as e:
                 raise TuneError(str(e), self._result(start)) from None
         finally:
             pool.close()
 
-    def _start(self, baseline: Config | None) -> WorkerPool:
+    def _trial_key(self, problem: str) -> TrialKey:
+        return TrialKey(
+            run=uuid.uuid4().hex[:12], task=self.task.fingerprint(),
+            kernel=self.task.kernel_hash(), kernel_name=self.task.name, problem=problem,
+            policy=self.policy.fingerprint(),
+            env=digest([self.env.fingerprint(), repr(codegen_environment())]))
+
+    def _reuse_in_process(self, baseline: Config | None, start: float
+                          ) -> tuple[TuneResult | None, bool]:
+        """The stored best, re-checked in this process (no worker): it already passed the whole
+        stress check in an isolated worker. (None, True) if it may not be reused (the reasons
+        noted); (None, False) if the task cannot run here: an isolated worker decides."""
+        from .backend import interpret_without_gpu
+        from .runner import Runner
+
+        phase = time.perf_counter()
+        try:
+            interpret_without_gpu()
+            runner = Runner(self.task, seed=self.seed, baseline=baseline, inputs=self.ref.inputs,
+                            deterministic=self._deterministic())
+            problem = runner.problem_key()
+        except Exception as e:  # the isolated worker reports it properly
+            log.debug("the in-process re-check could not start (%s); re-checking isolated", e)
+            return None, False
+        finally:
+            self._phases["startup"] += time.perf_counter() - phase
+        self._timing = runner.kind
+        self._key = self._trial_key(problem)
+        stored = self._reuse(lambda config, first: _check_here(runner, config, first))
+        if stored is None:
+            return None, True
+        return self._result(start, best=stored.config.values, best_time_ms=stored.time_ms,
+                            reused=True), True
+
+    def _start(self, baseline: Config | None, first_only: bool = True) -> WorkerPool:
         """The pool, started: only the first run worker when a stored best may be reused
         (its re-check needs no more), every worker at once otherwise."""
         pool, self._pool = self._pool or self._make_pool(baseline), None
         try:
-            if self._may_reuse():
+            if first_only and self._may_reuse():
                 pool.start_first()
             else:
                 pool.start()
@@ -276,6 +321,8 @@ class Tuner:
         gpu = device_kind() == "gpu"
         self._timeout = self.timeout or (60.0 if gpu else 300.0)
         compilers = self.compile_workers if self.compile_workers is not None else cpu_cores()
+        candidates = len(self.task.configs) if self.task.configs is not None else None
+        compilers = min(compilers, self.budget.configs, candidates or compilers)  # no idle ones
         devices = 1 if self.task.reference is None else device_count(gpu, self.devices)
         if self.task.reference is None and device_count(gpu, self.devices) > 1:
             self.notes.append("without a reference, configs are measured on one device: the "
@@ -292,22 +339,31 @@ class Tuner:
         env = digest([self.env.fingerprint(), repr(codegen_environment())])
         return self.store.has_best(self.task.fingerprint(), env)
 
-    def _tune(self, pool: WorkerPool, start: float) -> TuneResult:
-        stored = self._reuse()
+    def _tune(self, pool: WorkerPool, start: float, checked: bool = False) -> TuneResult:
+        """Reuse the stored best (unless `checked` already turned it down), else search."""
+        assert self._evaluator is not None
+        evaluator = self._evaluator
+        stored = None if checked else self._reuse(
+            lambda config, first: evaluator.quick(config, 1, first=first))
         if stored is not None:
             return self._result(start, best=stored.config.values, best_time_ms=stored.time_ms,
                                 reused=True)
+        phase = time.perf_counter()
         try:
             pool.start()  # the workers a search needs, if only the first one was started
         except WorkerSetupError as e:
             raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+        finally:
+            self._phases["startup"] += time.perf_counter() - phase
         self._evaluators[1:] = [Evaluator(w, draws=self.draws, stress=self.stress,
                                           timeout=self._timeout) for w in pool.runs[1:]]
         stopped: BaseException | None = None
         try:
             interrupted = self._search(pool, start)
             if not interrupted:
+                phase = time.perf_counter()
                 self._refine()
+                self._phases["timing"] += time.perf_counter() - phase
         except WorkerSetupError as e:
             interrupted, stopped = True, e
         self._check_baseline_support(start)
@@ -358,8 +414,9 @@ class Tuner:
         fastest = min(passed, key=lambda t: t.time_ms)  # type: ignore[arg-type,return-value]
         return Config(values=fastest.config), fastest.time_ms
 
-    def _reuse(self) -> Best | None:
-        """The stored best, if it may be reused: same keys, allowed now, re-checked."""
+    def _reuse(self, recheck: Callable[[Config, int], Trial]) -> Best | None:
+        """The stored best, if it may be reused: same keys, allowed now, and re-checked by
+        `recheck(config, first draw)` on one fresh draw."""
         k = self._key
         stored = self.store.best(k.task, k.problem, k.env)
         if stored is None:
@@ -389,9 +446,8 @@ class Tuner:
         mark = (k.task, k.problem, k.env, stored.config.key())
         if not self.recheck_reused or mark in _RECHECKED:
             return stored
-        assert self._evaluator is not None
         fresh = 2_000_000 + random.SystemRandom().randrange(1 << 30)
-        trial = self._evaluator.quick(stored.config, 1, first=fresh)
+        trial = recheck(stored.config, fresh)
         if trial.status != "ok":
             self._record(trial)
             self.notes.append(f"stored best {stored.config.text()} failed its re-check on a "
@@ -422,7 +478,10 @@ class Tuner:
                        "compiles at its first launch")
             return batch
         late = []
-        for config, reply in pool.compile_all(batch, self._timeout, target):
+        phase = time.perf_counter()
+        replies = pool.compile_all(batch, self._timeout, target)
+        self._phases["compile"] += time.perf_counter() - phase
+        for config, reply in replies:
             if reply.status == "error":  # not the kernel's fault: the run worker compiles it
                 log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
                           config.text(), reply.error)
@@ -474,10 +533,13 @@ class Tuner:
                     results[config] = None
                     self._record(Trial(config=config.values, status="wrong",
                                        reason=quarantined[config]))
+                phase, compiled = time.perf_counter(), self._phases["compile"]
                 for trial in self._measure(self._precompile(pool, batch), out_of_time,
                                            self._first_timing):
                     results[Config(values=trial.config)] = trial.time_ms
                     self._record(trial)
+                self._phases["timing"] += (time.perf_counter() - phase
+                                           - (self._phases["compile"] - compiled))
                 if out_of_time():
                     return False
         except KeyboardInterrupt:
@@ -639,3 +701,20 @@ class Tuner:
         counts = Counter(t.status for t in self.trials)
         seen = ", ".join(f"{n} {s}" for s, n in counts.items())
         return f"no correct config found for {self.task.name} ({seen})"
+
+
+def _check_here(runner: Any, config: Config, first: int) -> Trial:
+    """One launch of `config` on draw `first`, in this process, compared with the expected
+    output (as the run worker's 'check'); a raise is an error trial."""
+    try:
+        runner.warm(config)
+        mismatch, draw, _ = runner.check(config, 1, first)
+    except Exception as e:
+        return Trial(config=config.values, status="error", reason=Reason(
+            kind="error", summary=f"raised during the re-check: {type(e).__name__}: "
+            f"{str(e).splitlines()[0][:300] if str(e) else ''}"))
+    if mismatch is None:
+        return Trial(config=config.values, status="ok", checked_draws=1, checked_launches=1)
+    return Trial(config=config.values, status="wrong", checked_draws=1, checked_launches=1,
+                 reason=Reason(kind="accuracy", summary=f"wrong output on a fresh draw: "
+                               f"{mismatch.summary()}", evidence=mismatch.model_dump()))
