@@ -42,3 +42,15 @@ def test_detect_environment_on_a_cpu_host_imports_neither_torch_nor_triton():
                             "assert e.device == 'cpu' and e.range_args, e",
                             TRITON_INTERPRET="0")
     assert "torch" not in loaded and "triton" not in loaded
+
+
+def test_policy_explain_without_a_kernel_imports_no_tuner_torch_or_triton():
+    if os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/kfd"):
+        pytest.skip("a GPU host: the device probe must ask torch")
+    loaded = _modules_after(
+        "import contextlib, io, sys\nfrom tunegate.cli import main\n"
+        "sys.argv = ['tunegate', 'policy', 'explain', 'num_warps=4']\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main()", TRITON_INTERPRET="0")
+    assert not [m for m in loaded if m.split(".")[0] in ("torch", "triton")
+                or m.startswith("tunegate.autotune")]
