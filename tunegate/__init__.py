@@ -7,15 +7,20 @@ Importing `tunegate` or `tunegate.policy` imports neither torch nor triton.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from .errors import TunegateError
-from .install import install, installed, uninstall, wrap
-from .policy import Environment, Policy, PolicyError, Verdict, detect_environment, detect_traits
-from .reasons import Reason
-from .space import Config, Parameter, Space, helion_space, parse_config_text
-
 __version__ = "0.1.0"
+
+# Each public name is imported on first use, so `import tunegate.policy` pays only for itself.
+_SOURCES = {
+    "TunegateError": ".errors", "Reason": ".reasons",
+    "install": ".install", "installed": ".install", "uninstall": ".install", "wrap": ".install",
+    **dict.fromkeys(("Environment", "Policy", "PolicyError", "Verdict", "detect_environment",
+                     "detect_traits"), ".policy"),
+    **dict.fromkeys(("Config", "Parameter", "Space", "helion_space", "parse_config_text"),
+                    ".space"),
+}
 
 # `tunegate.autotune` is the subpackage, so the drop-in decorator is re-exported as `autotuned`
 # (and `import tunegate.triton as triton` gives it as `triton.autotune`).
@@ -34,7 +39,13 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _AUTOTUNE:
-        import importlib
-
         return getattr(importlib.import_module(".autotune", __name__), _AUTOTUNE[name])
+    if name in _SOURCES:
+        value = getattr(importlib.import_module(_SOURCES[name], __name__), name)
+        globals()[name] = value  # also wins over a submodule of that name (`install`)
+        return value
     raise AttributeError(f"module 'tunegate' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

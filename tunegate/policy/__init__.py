@@ -1,18 +1,10 @@
 """What may be tuned here: rules, environment, kernel traits, verdicts and regions.
 
-Importing this package imports neither torch nor triton.
+Importing this package imports neither torch nor triton; each name is imported on first use.
 """
 
-from .env import ENV_FACTS, Environment, InvalidEnvironment, detect_environment
-from .loader import PolicyError, Problem, builtin_policy_path, discover_layers, load_file
-from .layers import AppliedLayer, LayerReport, Override
-from .policy import Policy
-from .predicate import Predicate, PredicateSyntaxError
-from .region import EmptyRegion, Region, Removal
-from .rules import Conditions, Rule, RuleSource, SwitchOff
-from .traits import TRAITS, KernelTraits, TraitError, detect_traits
-from .verdict import Inactive, Possible, RuleMatch, Verdict
-from .versions import InvalidGate, VersionGate
+import importlib
+from typing import Any
 
 __all__ = [
     "ENV_FACTS", "TRAITS", "AppliedLayer", "Conditions", "EmptyRegion", "Environment",
@@ -22,3 +14,30 @@ __all__ = [
     "VersionGate", "builtin_policy_path", "detect_environment", "detect_traits",
     "discover_layers", "load_file",
 ]
+
+_SOURCES = {
+    **dict.fromkeys(("ENV_FACTS", "Environment", "InvalidEnvironment", "detect_environment"),
+                    ".env"),
+    **dict.fromkeys(("PolicyError", "Problem", "builtin_policy_path", "discover_layers",
+                     "load_file"), ".loader"),
+    **dict.fromkeys(("AppliedLayer", "LayerReport", "Override"), ".layers"),
+    "Policy": ".policy",
+    **dict.fromkeys(("Predicate", "PredicateSyntaxError"), ".predicate"),
+    **dict.fromkeys(("EmptyRegion", "Region", "Removal"), ".region"),
+    **dict.fromkeys(("Conditions", "Rule", "RuleSource", "SwitchOff"), ".rules"),
+    **dict.fromkeys(("TRAITS", "KernelTraits", "TraitError", "detect_traits"), ".traits"),
+    **dict.fromkeys(("Inactive", "Possible", "RuleMatch", "Verdict"), ".verdict"),
+    **dict.fromkeys(("InvalidGate", "VersionGate"), ".versions"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SOURCES:
+        value = getattr(importlib.import_module(_SOURCES[name], __name__), name)
+        globals()[name] = value  # cached; also wins over the submodule `policy`
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

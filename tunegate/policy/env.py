@@ -1,17 +1,20 @@
 """The environment a policy is evaluated in: versions, device, compute capability.
 
 Versions come from package metadata, so reading them imports neither torch nor triton. The
-device is probed only when asked for (that does import torch). Every fact can be overridden,
+device is probed only when asked for; a host with no GPU driver is known to be CPU-only without
+importing torch. Every fact can be overridden,
 for what-if explanations and tests; a fact that is `None` is unknown.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import importlib.metadata as metadata
+import importlib.util
 import os
-import platform
 import re
+import sys
+from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -128,6 +131,13 @@ def _override_value(key: Any, value: Any) -> str | None:
 
 
 def _dist_version(names: tuple[str, ...]) -> str | None:
+    """The installed version of the first of `names` that is installed, else None."""
+    for name in names:
+        version = _scan_dist_version(name)
+        if version is not None:
+            return version
+    import importlib.metadata as metadata  # only a distribution the scan missed pays for it
+
     for name in names:
         try:
             return metadata.version(name)
@@ -136,19 +146,68 @@ def _dist_version(names: tuple[str, ...]) -> str | None:
     return None
 
 
+def _scan_dist_version(name: str) -> str | None:
+    """`name`'s version from the first `*.dist-info/METADATA` on sys.path (importlib.metadata's
+    answer, without importing it: that pulls in email and zipfile)."""
+    wanted = re.sub(r"[-_.]+", "_", name).lower()
+    for entry in sys.path:
+        try:
+            children = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for child in children:
+            stem, dot, suffix = child.rpartition(".")
+            if suffix != "dist-info" or not dot:
+                continue
+            if re.sub(r"[-_.]+", "_", stem.partition("-")[0]).lower() != wanted:
+                continue
+            version = _metadata_version(Path(entry or ".", child, "METADATA"))
+            if version is not None:
+                return version
+    return None
+
+
+def _metadata_version(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip()
+                if not line.strip():  # the headers end at the first blank line
+                    break
+    except OSError:
+        pass
+    return None
+
+
+def _package_file(package: str, name: str) -> Path | None:
+    """The path of `name` inside the installed top-level `package`, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0], name)
+
+
 def _torch_cuda_version() -> str | None:
     """The CUDA version torch was built with, read from its version.py without importing it."""
+    path = _package_file("torch", "version.py")
     try:
-        path = metadata.distribution("torch").locate_file("torch/version.py")
-        text = open(path, encoding="utf-8").read()  # noqa: SIM115 - tiny file
-    except (metadata.PackageNotFoundError, OSError):
+        text = path.read_text(encoding="utf-8") if path is not None else ""
+    except OSError:
         return None
     m = re.search(r"^cuda\b[^=]*=\s*['\"]([\d.]+)['\"]", text, re.MULTILINE)
     return m.group(1) if m else None
 
 
 def _probe_range_args() -> tuple[str, ...] | None:
-    """The keyword arguments of the installed `tl.range` (imports triton)."""
+    """The keyword arguments of the installed `tl.range`: read from triton/language/core.py's
+    source where it can be, else by importing triton.language."""
+    parsed = _parse_range_args(_package_file("triton", "language/core.py"))
+    if parsed is not None:
+        return parsed
     try:
         import inspect
 
@@ -158,8 +217,46 @@ def _probe_range_args() -> tuple[str, ...] | None:
     return tuple(p for p in inspect.signature(tl.range.__init__).parameters if p != "self")
 
 
+def _parse_range_args(path: Path | None) -> tuple[str, ...] | None:
+    """`class range`'s `__init__` parameters in the source at `path`, or None if not found."""
+    try:
+        source = path.read_text(encoding="utf-8") if path is not None else ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = re.search(r"^class range\b.*?(?=^\S)", source + "\nend", re.MULTILINE | re.DOTALL)
+    if found is None:
+        return None
+    try:
+        tree = ast.parse(found.group(0))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            a = node.args
+            names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+            if a.vararg or a.kwarg:
+                return None  # the signature hides its arguments: ask the real one
+            return tuple(n for n in names if n != "self")
+    return None
+
+
+_GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/kfd")
+
+
+def _has_gpu_driver() -> bool:
+    """Whether an NVIDIA or AMD GPU driver is present (without it torch finds no GPU)."""
+    if any(os.path.exists(path) for path in _GPU_DRIVER_FILES):
+        return True
+    try:
+        return any(name.startswith("nvidia") for name in os.listdir("/dev"))
+    except OSError:
+        return True  # cannot tell: let torch decide
+
+
 def _probe_device() -> dict[str, str | None]:
-    if os.environ.get("TRITON_INTERPRET") == "1":
+    if os.environ.get("TRITON_INTERPRET") == "1" or os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return {"device": "cpu"}
+    if not _has_gpu_driver():
         return {"device": "cpu"}
     try:
         import torch
@@ -177,11 +274,11 @@ def _probe_device() -> dict[str, str | None]:
 
 def detect_environment(*, probe_device: bool = False) -> Environment:
     """The installed versions; with `probe_device`, also the device, its capability and the
-    installed `tl.range`'s arguments (both import torch or triton)."""
+    installed `tl.range`'s arguments (torch is imported only on a host with a GPU driver)."""
     facts: dict[str, Any] = {
         "triton": _dist_version(_TRITON_DISTS),
         "torch": _dist_version(("torch",)),
-        "python": platform.python_version(),
+        "python": "{}.{}.{}".format(*sys.version_info[:3]),
         "cuda": _torch_cuda_version(),
     }
     if probe_device:
