@@ -145,7 +145,7 @@ def test_a_worker_that_fails_to_restart_keeps_what_was_measured(tmp_path, monkey
     monkeypatch.setenv("FRAGILE_MARKER", str(marker))
     store = Store(tmp_path / "s.sqlite")
     run = Tuner(TASK, TaskRef(str(KERNELS / "fragile.py"), "TASK"), policy=Policy([]),
-                store=store, strategy="exhaustive", timeout=2,
+                store=store, strategy="exhaustive", timeout=6,  # also the worker set-up limit: room for a loaded machine
                 progress=lambda event: marker.touch() if event["event"] == "trial" else None)
     with pytest.raises(TuneError) as failed:
         run.run()
