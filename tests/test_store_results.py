@@ -144,8 +144,9 @@ def test_a_worker_that_fails_to_restart_keeps_what_was_measured(tmp_path, monkey
     marker = tmp_path / "broken"
     monkeypatch.setenv("FRAGILE_MARKER", str(marker))
     store = Store(tmp_path / "s.sqlite")
+    # the timeout is also the worker set-up limit: room for a loaded machine
     run = Tuner(TASK, TaskRef(str(KERNELS / "fragile.py"), "TASK"), policy=Policy([]),
-                store=store, strategy="exhaustive", timeout=6,  # also the worker set-up limit: room for a loaded machine
+                store=store, strategy="exhaustive", timeout=6,
                 progress=lambda event: marker.touch() if event["event"] == "trial" else None)
     with pytest.raises(TuneError) as failed:
         run.run()
