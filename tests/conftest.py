@@ -42,6 +42,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
 
 
+def policy_problems(path):
+    """The problems `load_file` reports for a policy file that must not load."""
+    from tunegate.policy import PolicyError, load_file
+
+    with pytest.raises(PolicyError) as err:
+        load_file(path)
+    return err.value.problems
+
+
 @pytest.fixture
 def write_policy(tmp_path: Path):
     """Write a policies.toml from dedented text; returns its path."""

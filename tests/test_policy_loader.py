@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import policy_problems, run_cli
 from tunegate.policy import Policy, PolicyError, load_file
 
 GOOD_RULE = '''
@@ -17,10 +17,7 @@ reason = "r"
 '''
 
 
-def problems(path):
-    with pytest.raises(PolicyError) as err:
-        load_file(path)
-    return err.value.problems
+problems = policy_problems
 
 
 def test_a_good_file_loads_and_remembers_file_and_line(write_policy):

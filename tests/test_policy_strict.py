@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import policy_problems, run_cli
 from tunegate.cli import main
-from tunegate.policy import Environment, Policy, PolicyError, load_file
+from tunegate.policy import Environment, Policy, PolicyError
 from tunegate.space import helion_space
 
 RULE = '''schema = 1
@@ -21,10 +21,7 @@ reason = "r"
 '''
 
 
-def problems(path):
-    with pytest.raises(PolicyError) as err:
-        load_file(path)
-    return err.value.problems
+problems = policy_problems
 
 
 def with_key(line: str) -> str:

@@ -266,8 +266,11 @@ class Tuner:
         return TrialKey(
             run=uuid.uuid4().hex[:12], task=self.task.fingerprint(),
             kernel=self.task.kernel_hash(), kernel_name=self.task.name, problem=problem,
-            policy=self.policy.fingerprint(),
-            env=digest([self.env.fingerprint(), repr(codegen_environment())]))
+            policy=self.policy.fingerprint(), env=self._env_key())
+
+    def _env_key(self) -> str:
+        """The store's environment key: the facts and the code-generation variables."""
+        return digest([self.env.fingerprint(), repr(codegen_environment())])
 
     def _reuse_in_process(self, baseline: Config | None, start: float
                           ) -> tuple[TuneResult | None, bool]:
@@ -336,8 +339,7 @@ class Tuner:
         """Whether the store holds a best of this task in this environment (for any problem)."""
         if self.retune:
             return False
-        env = digest([self.env.fingerprint(), repr(codegen_environment())])
-        return self.store.has_best(self.task.fingerprint(), env)
+        return self.store.has_best(self.task.fingerprint(), self._env_key())
 
     def _tune(self, pool: WorkerPool, start: float, checked: bool = False) -> TuneResult:
         """Reuse the stored best (unless `checked` already turned it down), else search."""
