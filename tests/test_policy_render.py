@@ -25,3 +25,16 @@ def test_policy_list_does_not_pass_ansi_from_a_rule_title_to_the_terminal(isolat
     assert main(["policy", "list", "--no-probe"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\\x1b[2J\\x1b[31mharmless" in out
+
+
+def test_tune_summary_explain_hint_names_the_store_the_run_used():
+    from tunegate.autotune.tuner import Trial, TuneResult
+
+    result = TuneResult(task="t", problem="p", timing="interpreter", best={"B": 32},
+                        best_time_ms=1.0, removals={}, space_size=2, trials=[
+                            Trial(config={"B": 16}, status="wrong"),
+                            Trial(config={"B": 32}, status="ok", time_ms=1.0)])
+    text = _render.tuning_summary(result, "my kernels/k.py:TASK", "/tmp/a store.sqlite")
+    hint = next(line for line in text.splitlines() if line.startswith("Explain one:"))
+    assert hint.endswith("--kernel 'my kernels/k.py:TASK' --store '/tmp/a store.sqlite'")
+    assert "--store" not in _render.tuning_summary(result, "k.py:TASK")

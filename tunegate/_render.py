@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import textwrap
 import time
 from typing import Any, Sequence
@@ -213,8 +214,11 @@ def _best_checked(result: Any) -> str:
     return trial.checked() if trial is not None else "-"
 
 
-def tuning_summary(result: Any, reference: str) -> str:
-    """A tuning run's `TuneResult` for people: the counts, the best, the rejected configs."""
+def tuning_summary(result: Any, reference: str, store: str | None = None) -> str:
+    """A tuning run's `TuneResult` for people: the counts, the best, the rejected configs.
+
+    `store` (the `--store` the run used) goes into the explain hint, or it would read another
+    store and find no history."""
     label = "interpreter timing (CPU, not GPU speed)" if result.timing == "interpreter" \
         else "GPU median (do_bench)"
     rows: list[tuple[str, Any]] = [("space", f"{result.space_size} configs"),
@@ -247,7 +251,10 @@ def tuning_summary(result: Any, reference: str) -> str:
         if len(rejected) > 10:
             out.append(f"  ... and {len(rejected) - 10} more (--json lists them all)")
         first = ", ".join(f"{k}={v!r}" for k, v in rejected[0].config.items())
-        out.append(f'\nExplain one:  tunegate policy explain "{first}" --kernel {reference}')
+        hint = f"tunegate policy explain {shlex.quote(first)} --kernel {shlex.quote(reference)}"
+        if store is not None:
+            hint += f" --store {shlex.quote(store)}"
+        out.append(f"\nExplain one:  {hint}")
     out += [f"\nnote: {n}" for n in result.notes]
     if result.interrupted:
         out.append("\nnote: interrupted; the best of what was measured is reported")

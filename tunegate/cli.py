@@ -454,7 +454,7 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
         return json.dumps({**data, "policy_layers": layers.model_dump(mode="json")}, indent=2)
 
     def as_text(result: Any) -> str:
-        return "\n".join([_render.tuning_summary(result, reference), "",
+        return "\n".join([_render.tuning_summary(result, reference, args.store), "",
                           *map(_render.escape, _render.layers_in_brief(layers))])
 
     try:
