@@ -4,16 +4,19 @@ caller's tensors untouched (kernels in tests/kernels/dropin_data.py)."""
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
+import pytest
 import torch
 
 from tunegate.autotune.check import compare
 from tunegate.autotune.dropin import innermost
 from tunegate.autotune.inputs import NOISE, CallerData
+from tunegate.autotune.tuner import TuneError
 from tests.kernels import dropin_data as mod
 
 
-def _statuses(kernel) -> dict[str, str]:
+def _statuses(kernel: Any) -> dict[str, str]:
     """Each tried config's status, keyed by its constexpr values."""
     return {str(sorted((k, v) for k, v in t.config.items() if k.isupper())): t.status
             for t in kernel.last_result.trials}
@@ -88,3 +91,12 @@ def test_caller_s_tensors_are_written_once_by_the_call_and_never_by_tuning():
     # Triton zeroes `out` only before its benchmark runs, not before the call itself.
     assert torch.equal(out, before["out"] + x)
     assert torch.equal(acc, before["acc"] * 2 + x)
+
+
+@pytest.mark.xfail(strict=True, raises=TuneError,
+                   reason="Runner._make (runner.py) refuses an all-zero float input, which the "
+                          "caller's own data may hold (a zero state or bias)")
+def test_an_all_zero_input_of_the_caller_is_tuned_on():
+    x, out, acc = torch.zeros(40), torch.randn(40), torch.randn(40)
+    mod.accumulate_kernel[(4,)](x, out, acc, 40)
+    assert mod.accumulate_kernel.last_result.best is not None
