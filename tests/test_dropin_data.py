@@ -25,14 +25,16 @@ def _statuses(kernel: Any) -> dict[str, str]:
 def test_draw_zero_is_the_caller_s_data_and_later_draws_keep_sign_and_scale():
     storage = torch.rand(12) + 0.5
     args = {"x": storage[2:8].view(2, 3), "view": storage[1:5], "t": torch.randn(3, 4).t(),
-            "h": -torch.rand(40, dtype=torch.bfloat16) - 1, "i": torch.arange(5), "n": 3}
+            "h": -torch.rand(40, dtype=torch.bfloat16) - 1, "i": torch.arange(5), "n": 3,
+            "mask": torch.tensor([-65504, 65504, float("-inf"), float("nan"), 0, 1],
+                                 dtype=torch.float16)}
     before = {k: v.clone() for k, v in args.items() if isinstance(v, torch.Tensor)}
     make = pickle.loads(pickle.dumps(CallerData(args, seed=7)))
-    assert len(make.storages) == 4  # one host copy per storage, shared by its views
+    assert len(make.storages) == 5  # one host copy per storage (x and view share one)
     same = make(7, "cpu")
     for name, want in before.items():
         got = same[name]
-        assert torch.equal(got, want) and got.dtype == want.dtype
+        assert torch.equal(got.nan_to_num(), want.nan_to_num()) and got.dtype == want.dtype
         assert (got.stride(), got.storage_offset()) == (args[name].stride(),
                                                        args[name].storage_offset())
     assert same["x"].untyped_storage().data_ptr() == same["view"].untyped_storage().data_ptr()
@@ -42,8 +44,12 @@ def test_draw_zero_is_the_caller_s_data_and_later_draws_keep_sign_and_scale():
         ratio = other[name].double() / args[name].double()
         assert not torch.equal(other[name], args[name])
         assert bool((ratio - 1).abs().le(NOISE + 1e-2 * (name == "h")).all())  # bf16 rounding
+    mask = other["mask"]  # finite values stay finite, the rest are kept
+    assert bool(mask[:2].isfinite().all()) and mask[0] < -60000 < 60000 < mask[1]
+    assert mask[2] == float("-inf")
+    assert bool(mask[3].isnan()) and mask[4] == 0 and mask[5] != 1
     assert torch.equal(make(8, "cpu")["t"], other["t"])  # a seed gives the same draw
-    assert all(torch.equal(args[k], v) for k, v in before.items())
+    assert all(torch.equal(args[k].nan_to_num(), v.nan_to_num()) for k, v in before.items())
 
 
 def test_right_configs_are_kept_on_valid_values_that_a_redraw_would_break(caplog):

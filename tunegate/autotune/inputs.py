@@ -33,12 +33,12 @@ class CallerData:
     integer and bool tensors (indices, sizes, masks) are kept. A multiplicative perturbation is
     used, not redrawn or permuted values, because saved activations (a reciprocal std, a
     log-sum-exp, a recurrent state) are only valid near what the program computed: signs and
-    zeros are kept exactly, each value's scale is kept, and each element stays paired with the
+    zeros, infinities and NaNs are kept exactly, each value's scale is kept, and each element stays paired with the
     elements of other tensors it was computed with (a permutation would give row i the std of
     another row). NOISE is 2 ulp of bfloat16, so even bf16 values differ between draws.
 
-    One host copy is kept per distinct storage (views of one storage share it, and keep their
-    aliasing in each draw); every draw copies it to the device, a host round trip that a large
+    One host copy is kept per distinct storage and dtype (views of one storage share it, and
+    keep their aliasing in each draw); every draw copies it to the device, a host round trip that a large
     tensor pays in memory and time.
     """
 
@@ -73,4 +73,8 @@ class CallerData:
             return flat.to(device, copy=True)
         wide = torch.promote_types(flat.dtype, torch.float32)
         scale = torch.rand(flat.shape, generator=gen, dtype=wide).mul_(2 * NOISE).add_(1 - NOISE)
-        return (flat.to(wide) * scale).to(dtype=flat.dtype).to(device)
+        exact = flat.to(wide)
+        # A finite value stays finite: mask fills such as finfo(float16).min must not become -inf.
+        info = torch.finfo(flat.dtype)
+        moved = (exact * scale).clamp_(info.min, info.max).where(exact.isfinite(), exact)
+        return moved.to(dtype=flat.dtype).to(device)
