@@ -12,7 +12,7 @@ from typing import Any
 _EXPORTS = {
     "api": ("task_ref", "tune"),
     "dropin": ("Autotuner", "CallSite", "DropInError", "autotune"),
-    "inputs": ("RandomLike",),
+    "inputs": ("CallerData",),
     "outputs": ("stored_arguments",),
     "backend": ("interpret_without_gpu",),
     "check": ("DEFAULT_TOLERANCES", "Mismatch", "compare", "poison"),

@@ -11,12 +11,12 @@ import sys
 from typing import Any
 
 from .dropin import Autotuner, autotune
-from .inputs import RandomLike
+from .inputs import CallerData
 from .task import Task
 from .tuner import TuneError, TuneResult, Tuner
 from .worker import TaskRef
 
-__all__ = ["Autotuner", "RandomLike", "autotune", "task_ref", "tune"]
+__all__ = ["Autotuner", "CallerData", "autotune", "task_ref", "tune"]
 
 
 def task_ref(obj: Any) -> TaskRef:

@@ -3,9 +3,10 @@
 `Autotuner` subclasses the installed Triton's, so validation, pruning, hooks, `.cache`,
 `.configs`, `.fn`, `.best_config` and `kernel[grid](...)` keep Triton's meaning. What changes is
 how a key is tuned: configs the policy disables are dropped (one log line each), the rest are
-measured in isolated worker processes on fresh random inputs shaped like the call, experimental
-ones are accuracy-checked, and so is the winner. The caller's own tensors are never touched
-while tuning, so `reset_to_zero`/`restore_value` need no clean-up afterwards.
+measured in isolated worker processes on copies of the call's own tensors (and, for further
+draws, slightly perturbed copies: see `CallerData`), experimental ones are accuracy-checked,
+and so is the winner. The caller's own tensors are only read, never written, while tuning, so
+`reset_to_zero`/`restore_value` need no clean-up afterwards.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..errors import TunegateError
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
 from ..space.space import Config
-from .inputs import RandomLike
+from .inputs import CallerData
 from .outputs import stored_arguments
 from .store import Store, open_store
 from .task import Args, Task, space_from_triton_configs
@@ -373,7 +374,9 @@ class Autotuner(TritonAutotuner):
         call = CallSite(depth=depth, problem=_problem(self, key, pruned), entries=entries,
                         grids=grids, launch=launch, outputs=outputs, features=self.features,
                         tolerances=self.tolerances, reference=self.reference)
-        ref = TaskRef(ref.file, ref.name, RandomLike(bound), module=ref.module, call=call)
+        # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
+        inputs = CallerData(bound, seed=self.options.get("seed", 0))
+        ref = TaskRef(ref.file, ref.name, inputs, module=ref.module, call=call)
         policy, env = self._gate()
         options = {k: v for k, v in self.options.items() if k not in ("policy", "env")}
         budget = options.pop("budget", len(pruned))

@@ -1,47 +1,80 @@
-"""Fresh random inputs shaped like a real call's, for tuning a kernel on the call it serves."""
+"""A real call's own tensors as tuning inputs, for tuning a kernel on the call it serves."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-__all__ = ["RandomLike"]
+__all__ = ["CallerData"]
 
 Args = dict[str, Any]
 
+NOISE = 1 / 64  # relative size of the perturbation on draws other than the caller's own
 
-class RandomLike:
-    """Picklable `make_inputs`: floats redrawn, integers kept, every tensor's layout kept.
 
-    Integer tensors usually hold indices or sizes, which random values would make invalid.
-    Strides and storage offsets are kept because kernels take them as separate arguments.
+@dataclass(frozen=True)
+class _Layout:
+    """Where one tensor argument lies in its storage, and which stored copy that storage is."""
+
+    storage: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+
+
+class CallerData:
+    """Picklable `make_inputs`: the call's own tensors on the tuner's seed, near them elsewhere.
+
+    Draw `seed` (the tuner's draw 0) gives exact copies of the caller's tensors: same values,
+    shapes, strides, storage offsets and dtypes; the caller's tensors are only read, here. Every
+    other seed multiplies each float by `1 + d`, `d` seeded and uniform in [-NOISE, NOISE];
+    integer and bool tensors (indices, sizes, masks) are kept. A multiplicative perturbation is
+    used, not redrawn or permuted values, because saved activations (a reciprocal std, a
+    log-sum-exp, a recurrent state) are only valid near what the program computed: signs and
+    zeros, infinities and NaNs are kept exactly, each value's scale is kept, and each element stays paired with the
+    elements of other tensors it was computed with (a permutation would give row i the std of
+    another row). NOISE is 2 ulp of bfloat16, so even bf16 values differ between draws.
+
+    One host copy is kept per distinct storage and dtype (views of one storage share it, and
+    keep their aliasing in each draw); every draw copies it to the device, a host round trip that a large
+    tensor pays in memory and time.
     """
 
-    def __init__(self, args: Args) -> None:
-        self.template: dict[str, Any] = {}
+    def __init__(self, args: Args, *, seed: int) -> None:
+        self.seed = seed
+        self.storages: list[torch.Tensor] = []
+        self.template: dict[str, _Layout | Any] = {}
+        seen: dict[tuple[int, torch.dtype, int], int] = {}
         for name, value in args.items():
-            if isinstance(value, torch.Tensor):
-                storage = value.untyped_storage().nbytes() // max(value.element_size(), 1)
-                kept = None if value.dtype.is_floating_point else \
-                    value.detach().cpu().as_strided((storage,), (1,), 0).clone()
-                self.template[name] = ("tensor", tuple(value.shape), tuple(value.stride()),
-                                       value.storage_offset(), storage, value.dtype, kept)
-            else:
-                self.template[name] = ("value", value)
+            if not isinstance(value, torch.Tensor):
+                self.template[name] = value
+                continue
+            size = value.untyped_storage().nbytes() // max(value.element_size(), 1)
+            where = (value.untyped_storage().data_ptr(), value.dtype, size)
+            if where not in seen:
+                seen[where] = len(self.storages)
+                flat = value.detach().as_strided((size,), (1,), 0)
+                self.storages.append(flat.to("cpu", copy=True))
+            self.template[name] = _Layout(seen[where], tuple(value.shape), tuple(value.stride()),
+                                          value.storage_offset())
 
     def __call__(self, seed: int, device: str) -> Args:
         gen = torch.Generator().manual_seed(seed)
-        out: Args = {}
-        for name, entry in self.template.items():
-            if entry[0] == "value":
-                out[name] = entry[1]
-                continue
-            _, shape, stride, offset, storage, dtype, kept = entry
-            if kept is not None:
-                flat = kept.clone().to(device)
-            else:
-                flat = torch.randn(storage, generator=gen, dtype=torch.float32).to(
-                    device=device, dtype=dtype)
-            out[name] = flat.as_strided(shape, stride, offset)
-        return out
+        storages = [self._storage(flat, seed, gen, device) for flat in self.storages]
+        return {name: storages[e.storage].as_strided(e.shape, e.stride, e.offset)
+                if isinstance(e, _Layout) else e for name, e in self.template.items()}
+
+    def _storage(self, flat: torch.Tensor, seed: int, gen: torch.Generator,
+                 device: str) -> torch.Tensor:
+        """One storage on `device` for draw `seed`: the caller's values, or perturbed floats."""
+        if seed == self.seed or not flat.dtype.is_floating_point:
+            return flat.to(device, copy=True)
+        wide = torch.promote_types(flat.dtype, torch.float32)
+        scale = torch.rand(flat.shape, generator=gen, dtype=wide).mul_(2 * NOISE).add_(1 - NOISE)
+        exact = flat.to(wide)
+        # A finite value stays finite: mask fills such as finfo(float16).min must not become -inf.
+        info = torch.finfo(flat.dtype)
+        moved = (exact * scale).clamp_(info.min, info.max).where(exact.isfinite(), exact)
+        return moved.to(dtype=flat.dtype).to(device)

@@ -1,0 +1,54 @@
+"""Drop-in kernels whose right and wrong configs only show on the caller's kind of values."""
+
+import tunegate.triton as triton
+import triton.language as tl
+
+
+# Both guards are right where a variance is valid (>= 0); on negative values (a random redraw)
+# one gives NaN and the other a finite number, so they disagree there.
+@triton.autotune(configs=[triton.Config({"BLOCK": 16, "GUARD": 0}),
+                          triton.Config({"BLOCK": 32, "GUARD": 1}),
+                          triton.Config({"BLOCK": 16, "GUARD": 1})],
+                 key=["n_cols"])
+@triton.jit
+def normalize_kernel(x_ptr, var_ptr, y_ptr, n_cols, BLOCK: tl.constexpr, GUARD: tl.constexpr):
+    row = tl.program_id(0)
+    var = tl.load(var_ptr + row)
+    if GUARD:
+        var = tl.maximum(var, 0.0)
+    std = tl.sqrt(var + 1e-6)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask)
+        tl.store(y_ptr + row * n_cols + cols, x / std, mask=mask)
+
+
+# STABLE=0 skips subtracting the row's maximum: right for randn-sized logits, inf/inf = NaN
+# once a logit passes about 88 (exp overflows float32).
+@triton.autotune(configs=[triton.Config({"STABLE": 1}, num_warps=1),
+                          triton.Config({"STABLE": 1}, num_warps=2),
+                          triton.Config({"STABLE": 0}, num_warps=1)],
+                 key=["n_cols"])
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, n_cols, BLOCK: tl.constexpr, STABLE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    if STABLE:
+        x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+# `out` is accumulated into (zeroed before each tuning run), `acc` updated in place (restored).
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})],
+                 key=["n"], reset_to_zero=["out_ptr"], restore_value=["acc_ptr"])
+@triton.jit
+def accumulate_kernel(x_ptr, out_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.load(out_ptr + offs, mask=mask) + x, mask=mask)
+    tl.store(acc_ptr + offs, tl.load(acc_ptr + offs, mask=mask) * 2 + x, mask=mask)

@@ -1,0 +1,108 @@
+"""The drop-in tunes on the caller's own data: right configs kept, wrong ones caught, the
+caller's tensors untouched (kernels in tests/kernels/dropin_data.py)."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pytest
+import torch
+
+from tunegate.autotune.check import compare
+from tunegate.autotune.dropin import innermost
+from tunegate.autotune.inputs import NOISE, CallerData
+from tunegate.autotune.tuner import TuneError
+from tests.kernels import dropin_data as mod
+
+
+def _statuses(kernel: Any) -> dict[str, str]:
+    """Each tried config's status, keyed by its constexpr values."""
+    return {str(sorted((k, v) for k, v in t.config.items() if k.isupper())): t.status
+            for t in kernel.last_result.trials}
+
+
+def test_draw_zero_is_the_caller_s_data_and_later_draws_keep_sign_and_scale():
+    storage = torch.rand(12) + 0.5
+    args = {"x": storage[2:8].view(2, 3), "view": storage[1:5], "t": torch.randn(3, 4).t(),
+            "h": -torch.rand(40, dtype=torch.bfloat16) - 1, "i": torch.arange(5), "n": 3,
+            "mask": torch.tensor([-65504, 65504, float("-inf"), float("nan"), 0, 1],
+                                 dtype=torch.float16)}
+    before = {k: v.clone() for k, v in args.items() if isinstance(v, torch.Tensor)}
+    make = pickle.loads(pickle.dumps(CallerData(args, seed=7)))
+    assert len(make.storages) == 5  # one host copy per storage (x and view share one)
+    same = make(7, "cpu")
+    for name, want in before.items():
+        got = same[name]
+        assert torch.equal(got.nan_to_num(), want.nan_to_num()) and got.dtype == want.dtype
+        assert (got.stride(), got.storage_offset()) == (args[name].stride(),
+                                                       args[name].storage_offset())
+    assert same["x"].untyped_storage().data_ptr() == same["view"].untyped_storage().data_ptr()
+    other = make(8, "cpu")
+    assert torch.equal(other["i"], args["i"]) and other["n"] == 3
+    for name in ("x", "t", "h"):
+        ratio = other[name].double() / args[name].double()
+        assert not torch.equal(other[name], args[name])
+        assert bool((ratio - 1).abs().le(NOISE + 1e-2 * (name == "h")).all())  # bf16 rounding
+    mask = other["mask"]  # finite values stay finite, the rest are kept
+    assert bool(mask[:2].isfinite().all()) and mask[0] < -60000 < 60000 < mask[1]
+    assert mask[2] == float("-inf")
+    assert bool(mask[3].isnan()) and mask[4] == 0 and mask[5] != 1
+    assert torch.equal(make(8, "cpu")["t"], other["t"])  # a seed gives the same draw
+    assert all(torch.equal(args[k].nan_to_num(), v.nan_to_num()) for k, v in before.items())
+
+
+def test_right_configs_are_kept_on_valid_values_that_a_redraw_would_break(caplog):
+    plain = innermost(mod.normalize_kernel)
+    x, bad_var = torch.randn(4, 40), -torch.rand(4)  # as a randn redraw of a variance can be
+    y0, y1 = torch.empty_like(x), torch.empty_like(x)
+    plain[(4,)](x, bad_var, y0, 40, BLOCK=16, GUARD=0)
+    plain[(4,)](x, bad_var, y1, 40, BLOCK=16, GUARD=1)
+    assert compare("y", y1, y0) is not None  # the premise: guards disagree off the domain
+
+    var = torch.rand(4) + 0.1  # the caller's: a real variance
+    y = torch.empty_like(x)
+    mod.normalize_kernel[(4,)](x, var, y, 40)
+    assert torch.allclose(y, x / torch.sqrt(var + 1e-6)[:, None])
+    assert set(_statuses(mod.normalize_kernel).values()) == {"ok"}
+    assert len(mod.normalize_kernel.last_result.trials) == 3
+    assert not [r for r in caplog.records if "rejected config" in r.getMessage()]
+
+
+def test_a_config_wrong_only_on_the_caller_s_large_logits_is_rejected():
+    plain = innermost(mod.softmax_kernel)
+    small = torch.randn(3, 16)
+    stable, unstable = torch.empty_like(small), torch.empty_like(small)
+    plain[(3,)](stable, small, 16, BLOCK=16, STABLE=1)
+    plain[(3,)](unstable, small, 16, BLOCK=16, STABLE=0)
+    assert compare("out", unstable, stable) is None  # the premise: right on randn
+
+    logits = torch.randn(3, 16) * 20 + 100  # the program's own, larger logits
+    out = torch.empty_like(logits)
+    mod.softmax_kernel[(3,)](out, logits, 16, BLOCK=16)
+    assert torch.allclose(out, torch.softmax(logits, dim=1), atol=1e-6)
+    assert mod.softmax_kernel.best_config.kwargs["STABLE"] == 1
+    statuses = _statuses(mod.softmax_kernel)
+    assert statuses["[('STABLE', 0)]"] == "wrong" and statuses["[('STABLE', 1)]"] == "ok"
+
+
+def test_caller_s_tensors_are_written_once_by_the_call_and_never_by_tuning():
+    base = torch.randn(60)
+    x = base[3:53]  # a view with a storage offset: copied with its layout
+    out, acc = torch.randn(50), torch.randn(50)
+    before = {"base": base.clone(), "out": out.clone(), "acc": acc.clone()}
+    mod.accumulate_kernel[(4,)](x, out, acc, 50)
+    assert len(mod.accumulate_kernel.last_result.trials) == 2
+    assert torch.equal(base, before["base"])
+    # Triton zeroes `out` only before its benchmark runs, not before the call itself.
+    assert torch.equal(out, before["out"] + x)
+    assert torch.equal(acc, before["acc"] * 2 + x)
+
+
+@pytest.mark.xfail(strict=True, raises=TuneError,
+                   reason="Runner._make (runner.py) refuses an all-zero float input, which the "
+                          "caller's own data may hold (a zero state or bias)")
+def test_an_all_zero_input_of_the_caller_is_tuned_on():
+    x, out, acc = torch.zeros(40), torch.randn(40), torch.randn(40)
+    mod.accumulate_kernel[(4,)](x, out, acc, 40)
+    assert mod.accumulate_kernel.last_result.best is not None
