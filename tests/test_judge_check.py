@@ -52,6 +52,9 @@ def test_an_output_the_baseline_never_writes_is_no_output_and_a_tail_is_not_comp
     assert runner.check(Config(values={"BLOCK": 32, "WRONG": 0}), 2)[0] is None
     bad = runner.check(Config(values={"BLOCK": 32, "WRONG": 1}), 1)[0]
     assert bad is not None and bad.argument == "y_ptr" and bad.mismatched == jk.N  # not N + 16
+    report = runner.stress(Config(values={"BLOCK": 32, "WRONG": 0}),  # both poisons, per draw
+                           StressCheck(min_launches=4, max_launches=4, draws=2))
+    assert report.passed, report.summary()
 
 
 def test_outputs_with_unspecified_contents_are_not_compared():
