@@ -7,7 +7,7 @@ import torch
 
 from tests.kernels import judge_kernels as jk
 from tunegate.autotune import Task
-from tunegate.autotune.check import follows_poison, poison
+from tunegate.autotune.check import compare, follows_poison, poison
 from tunegate.autotune.runner import Runner
 from tunegate.autotune.stress import StressCheck, StressReport
 from tunegate.space import Config
@@ -103,3 +103,21 @@ def test_stress_defaults_cover_a_one_in_three_input_bug():
 def test_stress_report_summary_names_the_draws():
     text = StressReport(launches=8, draws=4, wrong=0, differing=0, deterministic=True).summary()
     assert "8 launches over 4 fresh input draws" in text
+
+
+def test_against_a_baseline_floats_are_compared_to_the_rows_magnitude():
+    runner = _runner(jk.ROUND_TRIP, {"BLOCK": 16, "VIA": 0, "WRONG": 0})
+    pristine, expected = runner.draw(0)
+    args = runner.prepare(pristine)
+    jk.ROUND_TRIP.run(args, Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 0}))
+    elementwise = compare("y_ptr", args["y_ptr"], expected.tensors["y_ptr"])
+    assert elementwise is not None  # the element near zero: condemned elementwise
+    assert runner.check(Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 0}), 2)[0] is None
+    bad = runner.check(Config(values={"BLOCK": 16, "VIA": 0, "WRONG": 1}), 1)[0]
+    assert bad is not None and bad.row_scaled and "of the row's largest |expected|" in bad.summary()
+
+
+def test_integers_stay_bit_for_bit_when_row_scaled():
+    want = torch.tensor([[1000, 1]], dtype=torch.int32)
+    assert compare("i", want + torch.tensor([[0, 1]], dtype=torch.int32), want,
+                   row_scaled=True).mismatched == 1

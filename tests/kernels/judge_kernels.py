@@ -172,3 +172,29 @@ SHIFTED = Task(name="shifted", kernel=shifted,
                space=Space(parameters={"BLOCK": _choice(N), "BUGGY": _choice(0, 1)}),
                grid=(1,), make_inputs=shifted_inputs, outputs=("y_ptr",),
                reference=lambda x_ptr, y_ptr, n: x_ptr + 1)
+
+
+@triton.jit
+def round_trip(x_ptr, y_ptr, BLOCK: tl.constexpr, VIA: tl.constexpr, WRONG: tl.constexpr):
+    """y = x, or (VIA=1) y = (x + 1024) - 1024: the rounding error of a row of magnitude 1024,
+    as a reduction in another order leaves on an element near cancellation."""
+    row = tl.program_id(0)
+    offs = row * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if VIA:
+        x = (x + 1024.0) - 1024.0
+    tl.store(y_ptr + offs, x + WRONG * 0.01)
+
+
+def round_trip_inputs(seed: int, device: str) -> dict:
+    """Rows of size ~1 with one element near zero (1e-3), where elementwise rtol is tiny."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 16, generator=g)
+    x[:, 0] = 1e-3
+    return {"x_ptr": x.to(device), "y_ptr": torch.empty(4, 16, device=device)}
+
+
+ROUND_TRIP = Task(name="round_trip", kernel=round_trip,
+                  space=Space(parameters={"BLOCK": _choice(16), "VIA": _choice(0, 1),
+                                          "WRONG": _choice(0, 1)}),
+                  grid=(4,), make_inputs=round_trip_inputs, outputs=("y_ptr",))

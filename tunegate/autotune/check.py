@@ -9,6 +9,12 @@ another sentinel). An element that holds poison A after a launch poisoned with A
 after one poisoned with B was not written (`follows_poison`), whatever its right value is: one
 poison alone cannot see a skipped element whose right value is the poison. Arguments are restored before every run, and every tensor argument
 is compared afterwards, so a kernel that corrupts an input it should only read fails too.
+
+Against a baseline config (no reference) floats may be compared `row_scaled`: the relative
+tolerance applies to the larger of |expected| and the largest finite |expected| in the same row
+(last dimension), because the baseline's reduction order is no more right than the candidate's,
+and an element near cancellation carries the rounding error of its row's magnitude.
+Integers and bools are compared bit for bit always.
 """
 
 from __future__ import annotations
@@ -50,11 +56,13 @@ class Mismatch(BaseModel):
     rtol: float
     atol: float
     dtype: str = ""
+    row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
 
     def _tolerance(self) -> str:
         if self.rtol == 0 and self.atol == 0:
             return f"{self.dtype}, compared bit for bit"
-        return f"{self.dtype}, rtol {self.rtol:g}, atol {self.atol:g}"
+        of = " of the row's largest |expected|" if self.row_scaled else ""
+        return f"{self.dtype}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
 
     def summary(self) -> str:
         err = "" if self.max_abs_error is None else (
@@ -123,9 +131,19 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def _row_scale(e64: torch.Tensor) -> torch.Tensor:
+    """Per element: the largest finite |expected| of its row (last dimension), or its own."""
+    a = e64.abs().nan_to_num(nan=0.0, posinf=0.0)
+    if a.dim() == 0 or a.shape[-1] == 0:
+        return a
+    return torch.maximum(a, a.amax(dim=-1, keepdim=True))
+
+
 def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
-            overrides: Mapping[str, tuple[float, float]] | None = None) -> Mismatch | None:
-    """None if `got` matches `expected` within tolerance, else the evidence."""
+            overrides: Mapping[str, tuple[float, float]] | None = None,
+            row_scaled: bool = False) -> Mismatch | None:
+    """None if `got` matches `expected` within tolerance, else the evidence. `row_scaled`:
+    floats' rtol applies to the row's largest |expected| (see the module docstring)."""
     if got.shape != expected.shape:
         return Mismatch(argument=name, mismatched=got.numel(), total=got.numel(),
                         unwritten=0, max_abs_error=None, max_rel_error=None, first_index=[],
@@ -146,7 +164,8 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
         diff = (g64 - e64).abs()
         both_nan = g64.isnan() & e64.isnan()
         same_inf = g64.isinf() & (g64 == e64)
-        bad = ~((diff <= atol + rtol * e64.abs()) | both_nan | same_inf)
+        scale = _row_scale(e64) if row_scaled else e64.abs()
+        bad = ~((diff <= atol + rtol * scale) | both_nan | same_inf)
         unwritten = int((bad & (_holds_poison(g, False) | _holds_poison(g, True))).sum())
         finite = bad & diff.isfinite()
         if bool(finite.any()):
@@ -161,7 +180,8 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
     return Mismatch(argument=name, mismatched=count, total=bad.numel(), unwritten=unwritten,
                     max_abs_error=max_abs, max_rel_error=max_rel, first_index=index,
                     got=_show(g.flatten()[flat]), expected=_show(e.flatten()[flat]),
-                    rtol=rtol, atol=atol, dtype=_name(got.dtype))
+                    rtol=rtol, atol=atol, dtype=_name(got.dtype),
+                    row_scaled=row_scaled and not _bitwise(got.dtype))
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -192,7 +192,7 @@ class Runner:
                 return None
             mask = ~unwritten if bool(unwritten.any()) else None
         got = first if mask is None else torch.where(mask, first, second)
-        if compare(name, got, second, self.task.tolerances) is not None:
+        if self._compare(name, got, second) is not None:
             self.not_compared[name] = ("unspecified contents: two launches of the baseline on "
                                        "the same input differ")
         return mask
@@ -244,12 +244,18 @@ class Runner:
     def problem_key(self) -> str:
         return self.task.problem_key(self.inputs(0))
 
+    def _compare(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Mismatch | None:
+        """`compare` with the task's tolerances; against a baseline (no reference) floats are
+        compared row-scaled: its reduction order is no more right than the config's."""
+        return compare(name, got, want, self.task.tolerances,
+                       row_scaled=self.task.reference is None)
+
     def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
         """The first compared tensor that differs from its expected state, or None."""
         for name, got in expected.compared(args).items():
             if name in self.not_compared:  # found so on a later draw
                 continue
-            bad = compare(name, got, expected.tensors[name], self.task.tolerances)
+            bad = self._compare(name, got, expected.tensors[name])
             if bad is not None:
                 return bad
         return None
@@ -261,7 +267,7 @@ class Runner:
             return None
         outputs = self._outputs(args, self.draw(0)[1])
         for gid, kept in self._groups:
-            if all(compare(n, outputs[n], kept[n], self.task.tolerances) is None
+            if all(self._compare(n, outputs[n], kept[n]) is None
                    for n in outputs):
                 return gid
         if len(self._groups) >= 8:  # bounded memory; a ninth distinct output votes alone
