@@ -67,6 +67,7 @@ def test_outputs_with_unspecified_contents_are_not_compared():
     report = runner.stress(Config(values={"WRONG": 0}),
                            StressCheck(min_launches=2, max_launches=2, draws=1))
     assert report.passed, report.summary()
+    assert "idx_ptr" in report.not_compared and "idx_ptr not compared" in report.summary()
 
 
 def test_scratch_arguments_are_never_compared():

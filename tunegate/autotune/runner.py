@@ -340,7 +340,8 @@ class Runner:
                             differing=differing, deterministic=self.deterministic,
                             first_mismatch=first_bad.model_dump() if first_bad else None,
                             first_wrong_draw=first_bad_draw,
-                            seconds=time.perf_counter() - start)
+                            seconds=time.perf_counter() - start,
+                            not_compared=dict(self.not_compared))
 
     def time(self, config: Config, draw: int = 0, full: bool = True
              ) -> tuple[float, Mismatch | None, str | None, float]:

@@ -82,6 +82,7 @@ class StressReport(BaseModel):
     first_mismatch: dict | None = None  # a Mismatch, as a dict
     first_wrong_draw: int | None = None
     seconds: float = 0.0
+    not_compared: dict[str, str] = {}  # argument: why it is not compared (see `runner`)
 
     @property
     def passed(self) -> bool:
@@ -97,9 +98,10 @@ class StressReport(BaseModel):
             parts.append(f"{self.differing} of {self.launches} launches differ bit for bit from "
                          "the first launch on the same input (the kernel has no atomics: its "
                          "output must not vary)")
+        skipped = "".join(f"; {n} not compared ({why})" for n, why in self.not_compared.items())
         if not parts:
             return (f"right and repeatable in {self.launches} launches over {self.draws} fresh "
-                    "input draws")
+                    f"input draws{skipped}")
         if self.wrong and self.first_wrong_draw is not None:
             parts[0] += f" (first on draw {self.first_wrong_draw})"
         text = "; ".join(parts)
@@ -107,4 +109,4 @@ class StressReport(BaseModel):
             from .check import Mismatch
 
             text += ": " + Mismatch(**self.first_mismatch).summary()
-        return text
+        return text + skipped
