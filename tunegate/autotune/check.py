@@ -3,9 +3,18 @@
 Tolerances follow the dtype the kernel wrote (the output's), not the reference's: a float64
 reference of a float32 output is cast to float32 first and compared with float32 tolerances.
 
-Unwritten output elements must fail, so outputs are filled with NaN (floats) or a sentinel
-(integers) before every run. Arguments are restored before every run, and every tensor argument
+Unwritten output elements must fail, so outputs are filled with a poison before every run: NaN
+(floats) or a sentinel (integers, bools), or a second, different poison (the largest finite float,
+another sentinel). An element that holds poison A after a launch poisoned with A and poison B
+after one poisoned with B was not written (`follows_poison`), whatever its right value is: one
+poison alone cannot see a skipped element whose right value is the poison. Arguments are restored before every run, and every tensor argument
 is compared afterwards, so a kernel that corrupts an input it should only read fails too.
+
+Against a baseline config (no reference) floats may be compared `row_scaled`: the relative
+tolerance applies to the larger of |expected| and the largest finite |expected| in the same row
+(last dimension), because the baseline's reduction order is no more right than the candidate's,
+and an element near cancellation carries the rounding error of its row's magnitude.
+Integers and bools are compared bit for bit always.
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ from typing import Any, Mapping
 import torch
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_TOLERANCES", "Mismatch", "compare", "poison", "same_bits", "tolerance"]
+__all__ = ["DEFAULT_TOLERANCES", "Mismatch", "compare", "follows_poison", "poison", "same_bits",
+           "tolerance"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -37,7 +47,7 @@ class Mismatch(BaseModel):
     argument: str
     mismatched: int
     total: int
-    unwritten: int  # elements still holding the poison (NaN or sentinel) after the run
+    unwritten: int  # elements still holding a poison (NaN, sentinel, largest float)
     max_abs_error: float | None  # over the finite mismatches
     max_rel_error: float | None
     first_index: list[int]
@@ -46,11 +56,13 @@ class Mismatch(BaseModel):
     rtol: float
     atol: float
     dtype: str = ""
+    row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
 
     def _tolerance(self) -> str:
         if self.rtol == 0 and self.atol == 0:
             return f"{self.dtype}, compared bit for bit"
-        return f"{self.dtype}, rtol {self.rtol:g}, atol {self.atol:g}"
+        of = " of the row's largest |expected|" if self.row_scaled else ""
+        return f"{self.dtype}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
 
     def summary(self) -> str:
         err = "" if self.max_abs_error is None else (
@@ -81,17 +93,36 @@ def tolerance(dtype: torch.dtype, overrides: Mapping[str, tuple[float, float]] |
     return DEFAULT_TOLERANCES.get(name, (1e-4, 1e-5))
 
 
-def poison(t: torch.Tensor) -> None:
-    """Fill with a value no correct kernel writes by accident: NaN, or an integer sentinel."""
+def poison(t: torch.Tensor, second: bool = False) -> None:
+    """Fill with a value no correct kernel writes by accident: NaN, or an integer sentinel; with
+    `second`, another value (the largest finite float, another sentinel), for `follows_poison`."""
     if t.dtype in _FP8:
-        t.view(torch.uint8).fill_(0x7F)  # NaN in both e4m3fn and e5m2
+        t.view(torch.uint8).fill_(0x7B if second else 0x7F)  # finite / NaN in e4m3fn and e5m2
     elif t.dtype.is_floating_point or t.dtype.is_complex:
-        t.fill_(float("nan"))
+        t.fill_(torch.finfo(t.real.dtype).max if second else float("nan"))
     elif t.dtype == torch.bool:
-        t.fill_(True)
+        t.fill_(not second)
     else:
         info = torch.iinfo(t.dtype)
-        t.fill_(info.min if info.min < 0 else info.max)
+        if info.min < 0:
+            t.fill_(info.max if second else info.min)
+        else:
+            t.fill_(info.max - 1 if second else info.max)
+
+
+def _holds_poison(t: torch.Tensor, second: bool) -> torch.Tensor:
+    """Per element: does `t` hold the (first or second) poison? Any NaN counts as the first."""
+    probe = torch.empty_like(t)
+    poison(probe, second)
+    if t.dtype.is_floating_point and t.dtype not in _FP8 or t.dtype.is_complex:
+        return (t.isnan() & probe.isnan()) | (t == probe)
+    return _bits(t) == _bits(probe)
+
+
+def follows_poison(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """Per element: unwritten by both launches, one poisoned with the first poison (leaving
+    `first`) and one with the second (leaving `second`)."""
+    return _holds_poison(first, False) & _holds_poison(second, True)
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -100,9 +131,19 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def _row_scale(e64: torch.Tensor) -> torch.Tensor:
+    """Per element: the largest finite |expected| of its row (last dimension), or its own."""
+    a = e64.abs().nan_to_num(nan=0.0, posinf=0.0)
+    if a.dim() == 0 or a.shape[-1] == 0:
+        return a
+    return torch.maximum(a, a.amax(dim=-1, keepdim=True))
+
+
 def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
-            overrides: Mapping[str, tuple[float, float]] | None = None) -> Mismatch | None:
-    """None if `got` matches `expected` within tolerance, else the evidence."""
+            overrides: Mapping[str, tuple[float, float]] | None = None,
+            row_scaled: bool = False) -> Mismatch | None:
+    """None if `got` matches `expected` within tolerance, else the evidence. `row_scaled`:
+    floats' rtol applies to the row's largest |expected| (see the module docstring)."""
     if got.shape != expected.shape:
         return Mismatch(argument=name, mismatched=got.numel(), total=got.numel(),
                         unwritten=0, max_abs_error=None, max_rel_error=None, first_index=[],
@@ -117,16 +158,15 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
     max_abs = max_rel = None
     if _bitwise(got.dtype):
         bad = _bits(g) != _bits(e)
-        sentinel = g.clone()
-        poison(sentinel)
-        unwritten = int((bad & (_bits(g) == _bits(sentinel))).sum())
+        unwritten = int((bad & (_holds_poison(g, False) | _holds_poison(g, True))).sum())
     else:
         g64, e64 = g.to(torch.float64), e.to(torch.float64)
         diff = (g64 - e64).abs()
         both_nan = g64.isnan() & e64.isnan()
         same_inf = g64.isinf() & (g64 == e64)
-        bad = ~((diff <= atol + rtol * e64.abs()) | both_nan | same_inf)
-        unwritten = int((bad & g64.isnan()).sum())
+        scale = _row_scale(e64) if row_scaled else e64.abs()
+        bad = ~((diff <= atol + rtol * scale) | both_nan | same_inf)
+        unwritten = int((bad & (_holds_poison(g, False) | _holds_poison(g, True))).sum())
         finite = bad & diff.isfinite()
         if bool(finite.any()):
             max_abs = float(diff[finite].max())
@@ -140,7 +180,8 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
     return Mismatch(argument=name, mismatched=count, total=bad.numel(), unwritten=unwritten,
                     max_abs_error=max_abs, max_rel_error=max_rel, first_index=index,
                     got=_show(g.flatten()[flat]), expected=_show(e.flatten()[flat]),
-                    rtol=rtol, atol=atol, dtype=_name(got.dtype))
+                    rtol=rtol, atol=atol, dtype=_name(got.dtype),
+                    row_scaled=row_scaled and not _bitwise(got.dtype))
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -4,6 +4,13 @@ and time (the timing launches' output is checked too).
 This runs inside an isolated worker (see `worker`), so a crash or hang here costs one config.
 Before every launch: every tensor argument is restored to its drawn value, outputs the kernel
 only writes are poisoned, `reset_to_zero` outputs are zeroed; after it, every tensor is compared.
+
+Without a reference the baseline config's output is expected, made by two launches poisoned
+differently: an element that follows the poison (poison A after launch A, poison B after launch
+B) is not written for this call and is not compared; an output left wholly so (a store behind a
+constexpr the call does not set) is no output of this call. A tensor whose written elements
+differ between the two launches (tie-broken indices, a workspace) has unspecified contents and is
+not compared either; nor are the task's `scratch` arguments. `not_compared` records why.
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ import time
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict
 
 from ..space.space import Config
-from .check import Mismatch, compare, poison, same_bits
+from .check import Mismatch, compare, follows_poison, poison, same_bits
 from .stress import StressCheck, StressReport
 from .task import Args, Task, split_config
 
@@ -58,6 +66,22 @@ def _tensors(args: Args) -> dict[str, torch.Tensor]:
     return {k: v for k, v in args.items() if isinstance(v, torch.Tensor)}
 
 
+class Expected(BaseModel):
+    """The expected state of the compared tensors after a launch on one draw; `written` masks
+    the elements of a tensor that the baseline writes (the others are not compared)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    tensors: dict[str, torch.Tensor]
+    written: dict[str, torch.Tensor] = {}
+
+    def compared(self, args: Args) -> dict[str, torch.Tensor]:
+        """The compared tensors of a launch's `args`, unwritten elements taken from here."""
+        return {n: args[n] if n not in self.written else
+                torch.where(self.written[n], args[n], want.to(args[n].device, args[n].dtype))
+                for n, want in self.tensors.items()}
+
+
 class Runner:
     """Inputs, expected results and measurements for one task, cached per input draw."""
 
@@ -69,7 +93,8 @@ class Runner:
         self.device = "cuda" if self.kind == "gpu" else "cpu"
         self._inputs = inputs  # a callable(seed, device) replacing task.make_inputs
         self._inputs_cache: dict[int, Args] = {}
-        self._expected_cache: dict[int, dict[str, torch.Tensor]] = {}
+        self._expected_cache: dict[int, Expected] = {}
+        self.not_compared: dict[str, str] = {n: "scratch" for n in task.scratch}  # name: why
         self._fresh = FRESH_DRAWS
         self._groups: list[tuple[str, dict[str, torch.Tensor]]] = []  # see `vote`
         if task.reference is None and baseline is None:
@@ -85,7 +110,8 @@ class Runner:
         args = self.inputs(0)
         for field, names in (("outputs", self.task.outputs),
                              ("restore_value", self.task.restore_value),
-                             ("reset_to_zero", self.task.reset_to_zero)):
+                             ("reset_to_zero", self.task.reset_to_zero),
+                             ("scratch", self.task.scratch)):
             for name in names:
                 if not isinstance(args.get(name), torch.Tensor):
                     raise BaselineError(f"{field} names {name!r}, which is not a tensor argument "
@@ -95,17 +121,20 @@ class Runner:
     def _make(self, draw: int) -> Args:
         make = self._inputs or self.task.make_inputs
         args = make(self.seed + draw, self.device)
+        # Zeroed, restored, written or scratch arguments may be all zeros: not read as data.
+        exempt = {*self.task.outputs, *self.task.reset_to_zero, *self.task.restore_value,
+                  *self.task.scratch}
         for name, value in args.items():
             if (isinstance(value, torch.Tensor) and value.dtype.is_floating_point
-                    and name not in self.task.outputs and value.numel()
+                    and name not in exempt and value.numel()
                     and not bool(value.ne(0).any())):
                 raise BaselineError(f"input {name!r} of draw {draw} is all zeros: the check "
                                     "needs random data, or it cannot see wrong indexing")
         return args
 
-    def prepare(self, pristine: Args, into: Args | None = None) -> Args:
+    def prepare(self, pristine: Args, into: Args | None = None, second: bool = False) -> Args:
         """Arguments for one launch: tensors restored (copied into `into` if given), write-only
-        outputs poisoned, `reset_to_zero` outputs zeroed."""
+        outputs poisoned (with the `second` poison if asked), `reset_to_zero` outputs zeroed."""
         if into is None:
             args = {k: v.clone() if isinstance(v, torch.Tensor) else v
                     for k, v in pristine.items()}
@@ -115,35 +144,64 @@ class Runner:
                 if isinstance(v, torch.Tensor):
                     args[k].copy_(v)
         for name in self.poisoned:
-            poison(args[name])
+            poison(args[name], second)
         for name in self.zeroed:
             args[name].zero_()
         return args
 
-    def _launch(self, pristine: Args, config: Config, into: Args | None = None) -> Args:
-        args = self.prepare(pristine, into)
+    def _launch(self, pristine: Args, config: Config, into: Args | None = None,
+                second: bool = False) -> Args:
+        args = self.prepare(pristine, into, second)
         self.task.run(args, config)
         _sync()
         return args
 
-    def _expected(self, pristine: Args) -> dict[str, torch.Tensor]:
+    def _expected(self, pristine: Args) -> Expected:
         if self.task.reference is not None:
-            return self._from_reference(pristine)
+            expected = self._from_reference(pristine)
+            return Expected(tensors={n: t for n, t in expected.items()
+                                     if n not in self.not_compared})
         assert self.baseline is not None
         try:
-            args = self._launch(pristine, self.baseline)
+            first = self._launch(pristine, self.baseline)
+            second = self._launch(pristine, self.baseline, second=True)
         except Exception as e:
             raise BaselineError(f"the baseline config {self.baseline.text()} raised "
                                 f"{type(e).__name__}: {e}") from e
-        for name in self.poisoned:
-            if _unwritten(args[name]):
-                raise BaselineError(f"the baseline config {self.baseline.text()} left elements "
-                                    f"of {name!r} unwritten; give the task a reference")
-        return _tensors(args)
+        tensors, written = {}, {}
+        for name, t in _tensors(first).items():
+            if name in self.task.scratch:
+                continue
+            mask = self._written_mask(name, t, second[name])
+            if name in self.not_compared:
+                continue
+            if mask is not None:
+                written[name] = mask
+            tensors[name] = t
+        return Expected(tensors=tensors, written=written)
+
+    def _written_mask(self, name: str, first: torch.Tensor, second: torch.Tensor
+                      ) -> torch.Tensor | None:
+        """The elements of `name` that both baseline launches wrote (None: all); records in
+        `not_compared` a tensor not written at all or written differently by the two."""
+        mask = None
+        if name in self.poisoned:
+            unwritten = follows_poison(first, second)
+            if bool(unwritten.all()):
+                self.not_compared[name] = "the baseline does not write it in this call"
+                return None
+            mask = ~unwritten if bool(unwritten.any()) else None
+        got = first if mask is None else torch.where(mask, first, second)
+        if self._compare(name, got, second) is not None:
+            self.not_compared[name] = ("unspecified contents: two launches of the baseline on "
+                                       "the same input differ")
+        return mask
 
     def _from_reference(self, pristine: Args) -> dict[str, torch.Tensor]:
         assert self.task.reference is not None
         args = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine.items()}
+        for name in self.zeroed:  # as the kernel sees them
+            args[name].zero_()
         try:
             returned = self.task.reference(**args)
         except Exception as e:
@@ -172,13 +230,13 @@ class Runner:
             self._inputs_cache[i] = self._make(i)
         return self._inputs_cache[i]
 
-    def draw(self, i: int) -> tuple[Args, dict[str, torch.Tensor]]:
+    def draw(self, i: int) -> tuple[Args, Expected]:
         """Draw `i`'s pristine arguments and the expected state of every tensor after a run."""
         if i not in self._expected_cache:
             self._expected_cache[i] = self._expected(self.inputs(i))
         return self.inputs(i), self._expected_cache[i]
 
-    def _fresh_draw(self, i: int) -> tuple[Args, dict[str, torch.Tensor]]:
+    def _fresh_draw(self, i: int) -> tuple[Args, Expected]:
         """An uncached draw, for checks that must not reuse the quick checks' inputs."""
         pristine = self._make(i)
         return pristine, self._expected(pristine)
@@ -186,10 +244,18 @@ class Runner:
     def problem_key(self) -> str:
         return self.task.problem_key(self.inputs(0))
 
-    def mismatch(self, args: Args, expected: dict[str, torch.Tensor]) -> Mismatch | None:
-        """The first tensor that differs from its expected state, or None."""
-        for name, want in expected.items():
-            bad = compare(name, args[name], want, self.task.tolerances)
+    def _compare(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Mismatch | None:
+        """`compare` with the task's tolerances; against a baseline (no reference) floats are
+        compared row-scaled: its reduction order is no more right than the config's."""
+        return compare(name, got, want, self.task.tolerances,
+                       row_scaled=self.task.reference is None)
+
+    def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
+        """The first compared tensor that differs from its expected state, or None."""
+        for name, got in expected.compared(args).items():
+            if name in self.not_compared:  # found so on a later draw
+                continue
+            bad = self._compare(name, got, expected.tensors[name])
             if bad is not None:
                 return bad
         return None
@@ -199,9 +265,9 @@ class Runner:
         joins, so that the tuner can see a baseline that the other configs outvote."""
         if self.task.reference is not None:
             return None
-        outputs = {n: args[n].clone() for n in self.task.outputs}
+        outputs = self._outputs(args, self.draw(0)[1])
         for gid, kept in self._groups:
-            if all(compare(n, outputs[n], kept[n], self.task.tolerances) is None
+            if all(self._compare(n, outputs[n], kept[n]) is None
                    for n in outputs):
                 return gid
         if len(self._groups) >= 8:  # bounded memory; a ninth distinct output votes alone
@@ -209,6 +275,11 @@ class Runner:
         gid = f"{os.getpid()}-{len(self._groups)}"
         self._groups.append((gid, outputs))
         return gid
+
+    def _outputs(self, args: Args, expected: Expected) -> dict[str, torch.Tensor]:
+        """Copies of the compared outputs of a launch (unwritten elements as expected)."""
+        return {n: t.clone() for n, t in expected.compared(args).items()
+                if n in self.task.outputs and n not in self.not_compared}
 
     # -- operations ------------------------------------------------------------------------
     def warm(self, config: Config) -> None:
@@ -218,18 +289,22 @@ class Runner:
     def check(self, config: Config, draws: int, first: int = 0
               ) -> tuple[Mismatch | None, int, str | None]:
         """The first mismatch over `draws` input draws from `first`, on which draw, and (on
-        draw 0 without a reference) the vote of the wrong output."""
+        draw 0 without a reference) the vote of the wrong output. The first draw is launched
+        twice, poisoned differently, so that an element left unwritten fails whatever its
+        right value (it holds the second poison if the first happened to be right)."""
         for i in range(first, first + draws):
             pristine, expected = self.draw(i) if i < FRESH_DRAWS else self._fresh_draw(i)
-            args = self._launch(pristine, config)
-            bad = self.mismatch(args, expected)
-            if bad is not None:
-                return bad, i, self.vote(args) if i == 0 else None
+            for second in (False, True) if i == first else (False,):
+                args = self._launch(pristine, config, second=second)
+                bad = self.mismatch(args, expected)
+                if bad is not None:
+                    return bad, i, self.vote(args) if i == 0 else None
         return None, first + draws, None
 
     def stress(self, config: Config, settings: StressCheck) -> StressReport:
-        """Many launches over fresh draws, each restored, poisoned and compared; where the
-        kernel has no atomics, each also compared bit for bit with the draw's first launch."""
+        """Many launches over fresh draws, each restored, poisoned (each draw's rounds alternate
+        the two poisons) and compared; where the kernel has no atomics, each also compared bit
+        for bit with the draw's first launch."""
         s = settings.resolved(self.kind)
         assert s.min_launches and s.max_launches and s.draws and s.seconds is not None
         start = time.perf_counter()
@@ -247,24 +322,26 @@ class Runner:
                 launches < s.min_launches or time.perf_counter() - start < s.seconds):
             d = launches % len(draws)
             pristine, expected, work = draws[d]
-            args = self._launch(pristine, config, into=work)
+            args = self._launch(pristine, config, into=work,
+                                second=bool(launches // len(draws) % 2))
             launches += 1
             bad = self.mismatch(args, expected)
             if bad is not None:
                 wrong += 1
                 if first_bad is None:
                     first_bad, first_bad_draw = bad, d
-            outputs = {n: args[n] for n in self.task.outputs}
+            outputs = self._outputs(args, expected)
             first = firsts[d]
             if first is None:
-                firsts[d] = {n: t.clone() for n, t in outputs.items()}
+                firsts[d] = outputs
             elif not all(same_bits(t, first[n]) for n, t in outputs.items()):
                 differing += 1
         return StressReport(launches=launches, draws=len(draws), wrong=wrong,
                             differing=differing, deterministic=self.deterministic,
                             first_mismatch=first_bad.model_dump() if first_bad else None,
                             first_wrong_draw=first_bad_draw,
-                            seconds=time.perf_counter() - start)
+                            seconds=time.perf_counter() - start,
+                            not_compared=dict(self.not_compared))
 
     def time(self, config: Config, draw: int = 0, full: bool = True
              ) -> tuple[float, Mismatch | None, str | None, float]:
@@ -316,10 +393,3 @@ class Runner:
         grid = self.task.grid(meta) if callable(self.task.grid) else self.task.grid
         self.task.kernel.warmup(**args, **kernel_kwargs, **options, grid=grid)
 
-
-def _unwritten(t: torch.Tensor) -> bool:
-    probe = t.clone()
-    poison(probe)
-    if t.dtype.is_floating_point:
-        return bool(t.isnan().any())
-    return bool((t == probe).any())

@@ -10,6 +10,12 @@ is returned; configs that use an experimental feature get a quarter of it during
 percent of tuning time, and whichever of them wins still gets the whole check. The interpreter
 runs one program at a time and has no races to find, so its default only needs to catch faults
 that recur every few launches.
+
+Faults that depend on the input need draws, not launches: a bug that shows on 1 input in 3 is
+missed by n draws with probability (2/3)^n, so on a GPU, where a draw is cheap, the default is
+12 fresh draws ((2/3)^12 = 0.8%: caught with >= 99% probability), each launched at least once.
+Under the interpreter a launch costs seconds, so its default stays at 4 draws ((2/3)^4 = 20%
+missed); ask for `draws=12` there to get the same guarantee. No more draws than launches.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["StressCheck", "StressReport"]
+
+DRAWS = {"gpu": 12, "interpreter": 4}  # gpu: (2/3)^12 <= 0.01, a 1-in-3 input bug caught
 
 
 class StressCheck(BaseModel):
@@ -43,20 +51,22 @@ class StressCheck(BaseModel):
         """Every field set: the given values, else the defaults for 'gpu' or 'interpreter'."""
         gpu = kind == "gpu"
         low = self.min_launches or (200 if gpu else 8)
+        draws = self.draws or min(DRAWS["gpu" if gpu else "interpreter"], low)
+        low = max(low, draws)
         return StressCheck(min_launches=low,
                            max_launches=max(low, self.max_launches or (1000 if gpu else 16)),
                            seconds=self.seconds if self.seconds is not None else
                            (0.25 if gpu else 2.0),
-                           draws=self.draws or 4)
+                           draws=draws)
 
     def light(self, kind: str) -> "StressCheck":
-        """A quarter of the resolved check (launches and seconds; the same draws): for the
-        experimental configs of a search, which must still pass the whole check to win."""
+        """A quarter of the resolved check (launches and seconds; no more draws than launches):
+        for the experimental configs of a search, which must still pass the whole check to win."""
         full = self.resolved(kind)
-        assert full.min_launches and full.max_launches and full.seconds is not None
-        return StressCheck(min_launches=max(1, full.min_launches // 4),
-                           max_launches=max(1, full.max_launches // 4),
-                           seconds=full.seconds / 4, draws=full.draws)
+        assert full.min_launches and full.max_launches and full.draws and full.seconds is not None
+        low = max(1, full.min_launches // 4)
+        return StressCheck(min_launches=low, max_launches=max(1, full.max_launches // 4),
+                           seconds=full.seconds / 4, draws=min(full.draws, low))
 
 
 class StressReport(BaseModel):
@@ -72,6 +82,7 @@ class StressReport(BaseModel):
     first_mismatch: dict | None = None  # a Mismatch, as a dict
     first_wrong_draw: int | None = None
     seconds: float = 0.0
+    not_compared: dict[str, str] = {}  # argument: why it is not compared (see `runner`)
 
     @property
     def passed(self) -> bool:
@@ -87,11 +98,15 @@ class StressReport(BaseModel):
             parts.append(f"{self.differing} of {self.launches} launches differ bit for bit from "
                          "the first launch on the same input (the kernel has no atomics: its "
                          "output must not vary)")
+        skipped = "".join(f"; {n} not compared ({why})" for n, why in self.not_compared.items())
         if not parts:
-            return f"right and repeatable in {self.launches} launches over {self.draws} draws"
+            return (f"right and repeatable in {self.launches} launches over {self.draws} fresh "
+                    f"input draws{skipped}")
+        if self.wrong and self.first_wrong_draw is not None:
+            parts[0] += f" (first on draw {self.first_wrong_draw})"
         text = "; ".join(parts)
         if self.first_mismatch is not None:
             from .check import Mismatch
 
             text += ": " + Mismatch(**self.first_mismatch).summary()
-        return text
+        return text + skipped

@@ -36,6 +36,8 @@ class Task(BaseModel):
       drawn value before every launch, never poisoned, compared after (as in triton.autotune).
     - `reset_to_zero`: arguments the kernel accumulates into (split-K with atomics): zeroed
       before every launch, compared after.
+    - `scratch`: arguments whose contents after a launch are unspecified (workspaces): never
+      compared, never required to hold random data.
     - `reference(**args)`: expected outputs (a tensor, a tuple in `outputs` order, a dict, or
       None after writing them in place). Without it, the baseline config is the reference.
     - `tolerances`: per-dtype (rtol, atol) overrides, keyed by dtype name ('float16', …).
@@ -53,6 +55,7 @@ class Task(BaseModel):
     outputs: tuple[str, ...]
     restore_value: tuple[str, ...] = ()
     reset_to_zero: tuple[str, ...] = ()
+    scratch: tuple[str, ...] = ()
     reference: Callable[..., Any] | None = None
     configs: tuple[Config, ...] | None = None
     launch: Callable[[Args, Config], None] | None = None
@@ -88,6 +91,8 @@ class Task(BaseModel):
         parts += [repr(self.outputs), repr(self.restore_value), repr(self.reset_to_zero),
                   repr(sorted(self.tolerances.items())), self.space.model_dump_json(),
                   repr(None if self.configs is None else [c.key() for c in self.configs])]
+        if self.scratch:  # only when set: tasks without scratch keep their fingerprint
+            parts.append(repr(self.scratch))
         return digest(parts)
 
     def written_in_place(self) -> tuple[str, ...]:

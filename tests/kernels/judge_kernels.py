@@ -1,0 +1,200 @@
+"""Kernels for the judge tests: outputs whose right value is the poison, a store behind a
+constexpr, a partly written output, tie-broken indices, a zeroed workspace, an input-dependent
+bug. Tiny problems: they run under the interpreter."""
+
+from __future__ import annotations
+
+from itertools import count
+
+import torch
+import triton
+import triton.language as tl
+
+from tunegate.autotune import Task
+from tunegate.space import Choice, Parameter, Space
+
+N = 64
+
+
+def _choice(*values: int) -> Parameter:
+    return Parameter(domain=Choice(choices=values, default=values[0]))
+
+
+@triton.jit
+def root(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SKIP: tl.constexpr):
+    """y = sqrt(x): NaN where x < 0. SKIP=1 forgets to store the last element."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n - SKIP
+    tl.store(y_ptr + offs, tl.sqrt(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+def root_inputs(seed: int, device: str) -> dict:
+    """x with its last element negative: the right y there is NaN, the first poison."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(N, generator=g)
+    x[-1] = -1.0
+    return {"x_ptr": x.to(device), "y_ptr": torch.empty(N, device=device), "n": N}
+
+
+ROOT = dict(name="root", kernel=root,
+            space=Space(parameters={"BLOCK": _choice(N), "SKIP": _choice(0, 1)}),
+            grid=(1,), make_inputs=root_inputs, outputs=("y_ptr",))
+
+
+@triton.jit
+def negative(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SKIP: tl.constexpr):
+    """y = x < 0 (bools): True, the first bool poison, at the last element."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n - SKIP
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) < 0, mask=mask)
+
+
+def negative_inputs(seed: int, device: str) -> dict:
+    args = root_inputs(seed, device)
+    return {**args, "y_ptr": torch.empty(N, dtype=torch.bool, device=device)}
+
+
+NEGATIVE = dict(name="negative", kernel=negative,
+                space=Space(parameters={"BLOCK": _choice(N), "SKIP": _choice(0, 1)}),
+                grid=(1,), make_inputs=negative_inputs, outputs=("y_ptr",))
+
+
+@triton.jit
+def scale(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr, WRONG: tl.constexpr,
+          WRITE_Z: tl.constexpr = False):
+    """y = 2x over the first n elements of a longer y; z only when the caller sets WRITE_Z."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, 2 * x + WRONG, mask=mask)
+    if WRITE_Z:
+        tl.store(z_ptr + offs, x, mask=mask)
+
+
+def scale_inputs(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(N, generator=g).to(device),
+            "y_ptr": torch.empty(N + 16, device=device),  # the tail is never written
+            "z_ptr": torch.empty(N, device=device), "n": N}
+
+
+SCALE = Task(name="scale", kernel=scale,
+             space=Space(parameters={"BLOCK": _choice(64, 32), "WRONG": _choice(0, 1)}),
+             grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),),
+             make_inputs=scale_inputs, outputs=("y_ptr", "z_ptr"))
+
+
+@triton.jit
+def row_max(x_ptr, val_ptr, idx_ptr, BLOCK: tl.constexpr, LAST: tl.constexpr,
+            WRONG: tl.constexpr):
+    """Each row's maximum and an index where it is; among ties the first (or, LAST, the last)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * BLOCK + cols)
+    best = tl.max(x, axis=0)
+    hit = tl.where(x == best, cols, -1 if LAST else BLOCK)
+    where = tl.max(hit, axis=0) if LAST else tl.min(hit, axis=0)
+    tl.store(val_ptr + row, best + WRONG)
+    tl.store(idx_ptr + row, where)
+
+
+_ties = count()
+
+
+def launch_row_max(args: dict, config) -> None:
+    """As a GPU whose tie-break changes from launch to launch (the interpreter's does not)."""
+    row_max[(args["x_ptr"].shape[0],)](args["x_ptr"], args["val_ptr"], args["idx_ptr"],
+                                       BLOCK=args["x_ptr"].shape[1], LAST=next(_ties) % 2,
+                                       WRONG=config.values["WRONG"])
+
+
+def row_max_inputs(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, 3, (4, 16), generator=g).float()  # ties in every row
+    return {"x_ptr": x.to(device), "val_ptr": torch.empty(4, device=device),
+            "idx_ptr": torch.empty(4, dtype=torch.int32, device=device)}
+
+
+ROW_MAX = Task(name="row_max", kernel=row_max, space=Space(parameters={"WRONG": _choice(0, 1)}),
+               grid=(4,), launch=launch_row_max, make_inputs=row_max_inputs,
+               outputs=("val_ptr", "idx_ptr"))
+
+
+@triton.jit
+def total(x_ptr, y_ptr, ws_ptr, n, BLOCK: tl.constexpr, TWICE: tl.constexpr):
+    """y = 2x, and each block's sum added into the zeroed workspace ws (twice, if TWICE)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, 2 * x, mask=mask)
+    tl.atomic_add(ws_ptr, tl.sum(x, axis=0) * (1 + TWICE))
+
+
+def total_inputs(seed: int, device: str, zeros: bool) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    ws = torch.zeros(1) if zeros else torch.randn(1, generator=g)
+    return {"x_ptr": torch.randn(N, generator=g).to(device),
+            "y_ptr": torch.empty(N, device=device), "ws_ptr": ws.to(device), "n": N}
+
+
+def total_reference(x_ptr, y_ptr, ws_ptr, n):
+    """Adds into ws as the kernel does: right only if ws is zeroed first, as for the kernel."""
+    ws_ptr += x_ptr.sum()
+    return 2 * x_ptr
+
+
+def total_task(zeros: bool) -> Task:
+    return Task(name="total", kernel=total,
+                space=Space(parameters={"BLOCK": _choice(32, 64), "TWICE": _choice(0, 1)}),
+                grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),),
+                make_inputs=lambda seed, device: total_inputs(seed, device, zeros),
+                outputs=("y_ptr",), reset_to_zero=("ws_ptr",), reference=total_reference,
+                tolerances={"float32": (1e-4, 1e-4)})
+
+
+@triton.jit
+def shifted(x_ptr, y_ptr, n, BLOCK: tl.constexpr, BUGGY: tl.constexpr):
+    """y = x + 1; BUGGY: y = x where x[0] > 0.43, about one input in three."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    first = tl.load(x_ptr)
+    bump = tl.where((first > 0.43) & (BUGGY != 0), 0.0, 1.0)
+    tl.store(y_ptr + offs, x + bump, mask=offs < n)
+
+
+def shifted_inputs(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(N, generator=g).to(device),
+            "y_ptr": torch.empty(N, device=device), "n": N}
+
+
+SHIFTED = Task(name="shifted", kernel=shifted,
+               space=Space(parameters={"BLOCK": _choice(N), "BUGGY": _choice(0, 1)}),
+               grid=(1,), make_inputs=shifted_inputs, outputs=("y_ptr",),
+               reference=lambda x_ptr, y_ptr, n: x_ptr + 1)
+
+
+@triton.jit
+def round_trip(x_ptr, y_ptr, BLOCK: tl.constexpr, VIA: tl.constexpr, WRONG: tl.constexpr):
+    """y = x, or (VIA=1) y = (x + 1024) - 1024: the rounding error of a row of magnitude 1024,
+    as a reduction in another order leaves on an element near cancellation."""
+    row = tl.program_id(0)
+    offs = row * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if VIA:
+        x = (x + 1024.0) - 1024.0
+    tl.store(y_ptr + offs, x + WRONG * 0.01)
+
+
+def round_trip_inputs(seed: int, device: str) -> dict:
+    """Rows of size ~1 with one element near zero (1e-3), where elementwise rtol is tiny."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 16, generator=g)
+    x[:, 0] = 1e-3
+    return {"x_ptr": x.to(device), "y_ptr": torch.empty(4, 16, device=device)}
+
+
+ROUND_TRIP = Task(name="round_trip", kernel=round_trip,
+                  space=Space(parameters={"BLOCK": _choice(16), "VIA": _choice(0, 1),
+                                          "WRONG": _choice(0, 1)}),
+                  grid=(4,), make_inputs=round_trip_inputs, outputs=("y_ptr",))

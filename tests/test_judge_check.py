@@ -1,0 +1,124 @@
+"""The judge: unwritten means unwritten (two poisons), outputs the baseline does not write or
+writes with unspecified contents are not compared, zeroed workspaces, enough stress draws.
+Real kernels under the interpreter, through the Runner (no worker processes)."""
+
+import pytest
+import torch
+
+from tests.kernels import judge_kernels as jk
+from tunegate.autotune import Task
+from tunegate.autotune.check import compare, follows_poison, poison
+from tunegate.autotune.runner import Runner
+from tunegate.autotune.stress import StressCheck, StressReport
+from tunegate.space import Config
+
+pytestmark = pytest.mark.interpreter
+
+
+def _runner(task: Task, baseline: dict | None = None) -> Runner:
+    return Runner(task, seed=0, baseline=None if baseline is None else Config(values=baseline))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.int32, torch.uint8])
+def test_an_element_that_follows_both_poisons_is_unwritten(dtype):
+    a, b = torch.empty(3, dtype=dtype), torch.empty(3, dtype=dtype)
+    poison(a)
+    poison(b, second=True)
+    assert not bool((a == b).any())
+    b[1] = a[1]  # written with the first poison's value: the right value, written
+    assert follows_poison(a, b).tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("kernel", ["ROOT", "NEGATIVE"])
+@pytest.mark.parametrize("with_reference", [True, False])
+def test_skipping_an_element_whose_right_value_is_the_poison_fails(kernel, with_reference):
+    spec = getattr(jk, kernel)
+    reference = None
+    if with_reference:
+        reference = ((lambda x_ptr, y_ptr, n: x_ptr.sqrt()) if kernel == "ROOT"
+                     else (lambda x_ptr, y_ptr, n: x_ptr < 0))
+    runner = _runner(Task(**spec, reference=reference),
+                     None if with_reference else {"BLOCK": 64, "SKIP": 0})
+    assert runner.check(Config(values={"BLOCK": 64, "SKIP": 0}), 1)[0] is None
+    bad, draw, _ = runner.check(Config(values={"BLOCK": 64, "SKIP": 1}), 1)
+    assert bad is not None and draw == 0 and bad.unwritten == 1
+    assert bad.first_index == [jk.N - 1]
+
+
+def test_an_output_the_baseline_never_writes_is_no_output_and_a_tail_is_not_compared():
+    runner = _runner(jk.SCALE, {"BLOCK": 64, "WRONG": 0})  # used to raise BaselineError
+    assert "z_ptr" in runner.not_compared and "does not write" in runner.not_compared["z_ptr"]
+    assert "y_ptr" not in runner.not_compared
+    assert runner.check(Config(values={"BLOCK": 32, "WRONG": 0}), 2)[0] is None
+    bad = runner.check(Config(values={"BLOCK": 32, "WRONG": 1}), 1)[0]
+    assert bad is not None and bad.argument == "y_ptr" and bad.mismatched == jk.N  # not N + 16
+    report = runner.stress(Config(values={"BLOCK": 32, "WRONG": 0}),  # both poisons, per draw
+                           StressCheck(min_launches=4, max_launches=4, draws=2))
+    assert report.passed, report.summary()
+
+
+def test_outputs_with_unspecified_contents_are_not_compared():
+    runner = _runner(jk.ROW_MAX, {"WRONG": 0})
+    assert "unspecified" in runner.not_compared["idx_ptr"]
+    for _ in range(3):  # whichever tie the launch picks
+        assert runner.check(Config(values={"WRONG": 0}), 1)[0] is None
+    bad = runner.check(Config(values={"WRONG": 1}), 1)[0]
+    assert bad is not None and bad.argument == "val_ptr"
+    report = runner.stress(Config(values={"WRONG": 0}),
+                           StressCheck(min_launches=2, max_launches=2, draws=1))
+    assert report.passed, report.summary()
+    assert "idx_ptr" in report.not_compared and "idx_ptr not compared" in report.summary()
+
+
+def test_scratch_arguments_are_never_compared():
+    task = jk.SCALE.model_copy(update={"scratch": ("z_ptr",),
+                                       "reference": lambda x_ptr, y_ptr, z_ptr, n: None})
+    runner = _runner(task)
+    assert runner.not_compared == {"z_ptr": "scratch"}
+    assert "z_ptr" not in runner.draw(0)[1].tensors
+
+
+@pytest.mark.parametrize("zeros", [True, False])
+def test_a_reset_to_zero_workspace_may_be_all_zero_and_the_reference_sees_it_zeroed(zeros):
+    runner = _runner(jk.total_task(zeros))  # all zeros: used to raise "input is all zeros"
+    assert runner.check(Config(values={"BLOCK": 32, "TWICE": 0}), 2)[0] is None
+    assert runner.check(Config(values={"BLOCK": 64, "TWICE": 0}), 1)[0] is None
+    bad = runner.check(Config(values={"BLOCK": 32, "TWICE": 1}), 1)[0]
+    assert bad is not None and bad.argument == "ws_ptr"
+
+
+def test_stress_defaults_cover_a_one_in_three_input_bug():
+    gpu = StressCheck().resolved("gpu")
+    assert gpu.draws >= 12 and (2 / 3) ** gpu.draws <= 0.01 and gpu.min_launches >= gpu.draws
+    light = StressCheck(min_launches=4).light("interpreter")
+    assert light.draws <= light.min_launches
+    runner = _runner(jk.SHIFTED)
+    settings = StressCheck(min_launches=12, max_launches=12, draws=12)
+    report = runner.stress(Config(values={"BLOCK": jk.N, "BUGGY": 1}), settings)
+    assert report.draws == 12 and 0 < report.wrong < 12
+    assert "over 12 fresh draws" in report.summary() and "first on draw" in report.summary()
+    right = runner.stress(Config(values={"BLOCK": jk.N, "BUGGY": 0}), settings)
+    assert right.passed and "12 fresh input draws" in right.summary()
+
+
+def test_stress_report_summary_names_the_draws():
+    text = StressReport(launches=8, draws=4, wrong=0, differing=0, deterministic=True).summary()
+    assert "8 launches over 4 fresh input draws" in text
+
+
+def test_against_a_baseline_floats_are_compared_to_the_rows_magnitude():
+    runner = _runner(jk.ROUND_TRIP, {"BLOCK": 16, "VIA": 0, "WRONG": 0})
+    pristine, expected = runner.draw(0)
+    args = runner.prepare(pristine)
+    jk.ROUND_TRIP.run(args, Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 0}))
+    elementwise = compare("y_ptr", args["y_ptr"], expected.tensors["y_ptr"])
+    assert elementwise is not None  # the element near zero: condemned elementwise
+    assert runner.check(Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 0}), 2)[0] is None
+    bad = runner.check(Config(values={"BLOCK": 16, "VIA": 0, "WRONG": 1}), 1)[0]
+    assert bad is not None and bad.row_scaled and "of the row's largest |expected|" in bad.summary()
+
+
+def test_integers_stay_bit_for_bit_when_row_scaled():
+    want = torch.tensor([[1000, 1]], dtype=torch.int32)
+    assert compare("i", want + torch.tensor([[0, 1]], dtype=torch.int32), want,
+                   row_scaled=True).mismatched == 1
