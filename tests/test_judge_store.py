@@ -249,7 +249,7 @@ def make_inputs(seed, device):
 TASK = Task(name="scale", kernel=scale,
             space=Space(parameters={"FACTOR": Parameter(domain=Choice(choices=(2, 3, 4),
                                                                       default=2))}),
-            grid=(1,), make_inputs=make_inputs, outputs=())
+            grid=(1,), make_inputs=make_inputs, outputs=(), restore_value=("x_ptr",))
 '''
 
 
