@@ -80,8 +80,8 @@ def _callable_text(obj: Any, seen: set[int]) -> str:
     if inspect.ismethod(obj):  # the function's code, and what it is bound to
         return "\n".join([_callable_text(obj.__func__, seen), _object_text(obj.__self__)])
     if isinstance(obj, functools.partial):
-        return "\n".join([_callable_text(obj.func, seen), stable_repr(obj.args)
-                          if _simple(obj.args) else _type_name(obj.args),
+        return "\n".join([_callable_text(obj.func, seen),
+                          repr([_value_text(v, seen) for v in obj.args]),
                           repr(sorted((k, _value_text(v, seen))
                                       for k, v in obj.keywords.items()))])
     parts = [source_of(obj if inspect.isfunction(getattr(obj, "fn", obj)) else type(obj))]
