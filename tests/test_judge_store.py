@@ -179,6 +179,33 @@ def test_task_fingerprints_are_one_in_every_process(tmp_path):
     assert prints[0][0] != prints[0][1]
 
 
+TUNE_TWICE = '''
+import json, sys
+import torch
+from tunegate.kernelfile import load_module
+if __name__ == "__main__":  # the workers are spawned: they re-import this script
+    kernel = load_module(sys.argv[1] + "/dropin_mod.py").copy
+    x, y = torch.randn(128), torch.empty(128)
+    kernel[lambda meta: (-(-128 // meta["BLOCK"]),)](x, y, 128)
+    assert torch.equal(x, y)
+    print(json.dumps(kernel.last_result.reused))
+'''
+
+
+@pytest.mark.interpreter
+def test_cache_results_reuses_a_dropin_best_in_the_next_process(tmp_path):
+    (tmp_path / "dropin_mod.py").write_text(textwrap.dedent(DROPIN_MODULE))
+    script = tmp_path / "tune.py"
+    script.write_text(TUNE_TWICE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
+        "PYTHONPATH", "")]), "TRITON_INTERPRET": "1",
+           "TUNEGATE_STORE": str(tmp_path / "s.sqlite")}
+    reused = [json.loads(subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True,
+        check=True, env=env, cwd=tmp_path).stdout.splitlines()[-1]) for _ in range(2)]
+    assert reused == [False, True]
+
+
 def test_a_prior_naming_configs_outside_the_space_is_not_an_error():
     space = Space(parameters={"BLOCK": Parameter(domain=PowerOfTwo(low=16, high=32))})
     region = Policy([]).gate(space, detect_environment(probe_device=False))
