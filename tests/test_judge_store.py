@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import KERNELS
-from tunegate.autotune import Store, Tuner
+from tunegate.autotune import Store, TuneError, Tuner
 from tunegate.autotune.store import TrialKey
 from tunegate.autotune.strategies import make_strategy
 from tunegate.autotune.worker import TaskRef
@@ -68,7 +68,7 @@ def test_forget_best_of_one_config_keeps_another(tmp_path):
 
 
 @pytest.mark.interpreter
-def test_a_stored_best_failing_the_winner_stress_check_is_forgotten(tmp_path):
+def test_a_stored_best_failing_its_stress_check_or_quarantined_later_is_never_reused(tmp_path):
     from tests.kernels import trust
 
     store = Store(tmp_path / "s.sqlite")
@@ -89,6 +89,13 @@ def test_a_stored_best_failing_the_winner_stress_check_is_forgotten(tmp_path):
     assert second.best == {"MODE": 0}
     stored = store.best(first.task_fingerprint, first.problem, first.env)
     assert stored is not None and stored.config == Config(values={"MODE": 0})
+    # Found wrong later (say by `tunegate check`): the best row stays, but is never reused.
+    store.record(TrialKey(**{**planted.__dict__, "run": "check"}), stored.config, "wrong",
+                 reason=WRONG)
+    with pytest.raises(TuneError) as third:
+        tune()
+    assert not third.value.result.reused
+    assert {t.config["MODE"]: t.status for t in third.value.result.trials}[0] == "wrong"
 
 
 TASK_MODULE = '''
