@@ -5,14 +5,19 @@ that change the code Triton generates. Both are part of every store key.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import os
+import re
 import textwrap
 from typing import Any, Iterable
 
 __all__ = ["CODEGEN_VARIABLES", "callable_text", "codegen_environment", "digest",
-           "jit_dependencies", "qualified_name", "source_of"]
+           "jit_dependencies", "qualified_name", "source_of", "stable_repr"]
+
+# A memory address in a repr ("<function f at 0x7f...>", "<Policy object at 0x...>").
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{8,}")
 
 # Variables that change generated code even where the installed Triton does not list them as
 # cache-invalidating (older releases, the interpreter, AMD scheduling switches).
@@ -42,36 +47,81 @@ def codegen_environment() -> dict[str, str]:
 
 
 def source_of(obj: Any) -> str:
-    """The source text of a function (or of a jit function's Python function), else its repr."""
+    """The source text of a function (or of a jit function's Python function), else its repr
+    without memory addresses (which differ between processes)."""
     fn = _python_function(obj)
     try:
         return textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
-        return repr(fn)
+        return stable_repr(fn)
+
+
+def stable_repr(value: Any) -> str:
+    """`repr(value)` with memory addresses removed: the same object reads the same in every
+    process."""
+    return _ADDRESS.sub("", repr(value))
 
 
 def callable_text(obj: Any) -> str:
     """What a callable computes, as text: its source plus the simple values it closes over (a
-    factory's `inputs(32, 32, 64)` differs from `inputs(64, 64, 64)` only there)."""
+    factory's `inputs(32, 32, 64)` differs from `inputs(64, 64, 64)` only there). No memory
+    address gets in, so that one task has one fingerprint in every process."""
+    return _callable_text(obj, set())
+
+
+def _callable_text(obj: Any, seen: set[int]) -> str:
     if obj is None:
         return "None"
     if not callable(obj):
-        return repr(obj)
+        return stable_repr(obj)
+    if id(obj) in seen:  # a recursive closure: its text is already there
+        return f"<recursion {qualified_name(obj)}>"
+    seen = seen | {id(obj)}
+    if inspect.ismethod(obj):  # the function's code, and what it is bound to
+        return "\n".join([_callable_text(obj.__func__, seen), _object_text(obj.__self__)])
+    if isinstance(obj, functools.partial):
+        return "\n".join([_callable_text(obj.func, seen),
+                          repr([_value_text(v, seen) for v in obj.args]),
+                          repr(sorted((k, _value_text(v, seen))
+                                      for k, v in obj.keywords.items()))])
     parts = [source_of(obj if inspect.isfunction(getattr(obj, "fn", obj)) else type(obj))]
     for cell in getattr(obj, "__closure__", None) or ():
         try:
-            value = cell.cell_contents
-        except ValueError:
+            parts.append(_value_text(cell.cell_contents, seen))
+        except ValueError:  # an empty cell
             continue
-        if isinstance(value, (int, float, str, bool, tuple, type(None))):
-            parts.append(repr(value))
-        elif callable(value):
-            parts.append(callable_text(value))
     if not inspect.isfunction(obj):
-        parts.append(repr(sorted((k, repr(v)) for k, v in vars(obj).items()
-                                 if isinstance(v, (int, float, str, bool, tuple)))
-                          if hasattr(obj, "__dict__") else ""))
+        parts.append(_object_text(obj))
     return "\n".join(parts)
+
+
+def _value_text(value: Any, seen: set[int]) -> str:
+    """A closed-over value: simple values by repr, callables by their text, other objects by
+    their type (their state may be a cache that changes as the program runs)."""
+    if _simple(value):
+        return repr(value)
+    if callable(value):
+        return _callable_text(value, seen)
+    return _type_name(value)
+
+
+def _object_text(obj: Any) -> str:
+    """An object's simple attributes, sorted: its stable, configuring state."""
+    if not hasattr(obj, "__dict__"):
+        return ""
+    return repr(sorted((k, repr(v)) for k, v in vars(obj).items()
+                       if v is not None and _simple(v)))
+
+
+def _simple(value: Any) -> bool:
+    """A scalar, or a tuple of simple values: its repr is its content, with no address."""
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return True
+    return isinstance(value, tuple) and all(_simple(v) for v in value)
+
+
+def _type_name(value: Any) -> str:
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
 def _names(source: str) -> set[str]:

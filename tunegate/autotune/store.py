@@ -140,6 +140,18 @@ class Best:
                    row["problem"], row["env"], row["kernel_name"], row["created"])
 
 
+# A best row whose config failed an accuracy check under the same key.
+_QUARANTINED = ("EXISTS (SELECT 1 FROM trials t WHERE t.task=best.task AND t.problem=best.problem "
+                "AND t.env=best.env AND t.config=best.config AND t.status='wrong')")
+
+
+def _is_quarantined(db: sqlite3.Connection, key: TrialKey, config: Config) -> bool:
+    """Whether `config` failed an accuracy check for the key's task, problem and environment."""
+    return db.execute("SELECT 1 FROM trials WHERE task=? AND problem=? AND env=? AND config=? "
+                      "AND status='wrong' LIMIT 1",
+                      (key.task, key.problem, key.env, config.key())).fetchone() is not None
+
+
 def _faster(new: float | None, old: float | None) -> bool:
     """Whether a time `new` beats `old`; a missing time beats nothing and loses to any."""
     return new is not None and (old is None or new < old)
@@ -297,16 +309,19 @@ class Store:
                     for r in rows}
 
     def best(self, task: str, problem: str, env: str) -> Best | None:
+        """The stored best of the key, unless its config is quarantined as wrong there (a
+        quarantined config is never reused, whatever a best row says)."""
         with self._read() as db:
-            row = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
-                             (task, problem, env)).fetchone()
+            row = db.execute(f"SELECT * FROM best WHERE task=? AND problem=? AND env=? "
+                             f"AND NOT {_QUARANTINED}", (task, problem, env)).fetchone()
             return None if row is None else Best._from_row(row)
 
     def has_best(self, task: str, env: str) -> bool:
-        """Whether a complete best of this task is stored for this environment (any problem)."""
+        """Whether a complete, unquarantined best of this task is stored for this environment
+        (any problem)."""
         with self._read() as db:
-            return db.execute("SELECT 1 FROM best WHERE task=? AND env=? AND partial=0 LIMIT 1",
-                              (task, env)).fetchone() is not None
+            return db.execute(f"SELECT 1 FROM best WHERE task=? AND env=? AND partial=0 "
+                              f"AND NOT {_QUARANTINED} LIMIT 1", (task, env)).fetchone() is not None
 
     def timings_elsewhere(self, kernel: str, env: str, problem: str
                           ) -> list[tuple[str, Config, float]]:
@@ -321,14 +336,23 @@ class Store:
 
     def save_best(self, key: TrialKey, config: Config, time_ms: float | None,
                   timing: str | None, *, partial: bool = False, measured: int | None = None,
-                  budget: int | None = None) -> Best:
+                  budget: int | None = None) -> Best | None:
         """Store `config` as the best for the key unless the stored one is faster; returns the
-        best stored afterwards. Read and write are one transaction, so of two runs that finish
-        together the faster wins, never the later. The key stays partial only while every run
-        that stored it was partial."""
+        best stored afterwards (None if there is none). Read and write are one transaction, so
+        of two runs that finish together the faster wins, never the later. The key stays
+        partial only while every run that stored it was partial. A config quarantined as wrong
+        for the key is refused, and a stored best proven wrong since is dropped first (never
+        kept, never promoted from partial to complete)."""
         with self._write() as db:
+            args = (key.task, key.problem, key.env)
+            db.execute(f"DELETE FROM best WHERE task=? AND problem=? AND env=? "
+                       f"AND {_QUARANTINED}", args)
+            if _is_quarantined(db, key, config):
+                row = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
+                                 args).fetchone()
+                return None if row is None else Best._from_row(row)
             old = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
-                             (key.task, key.problem, key.env)).fetchone()
+                             args).fetchone()
             if old is not None and not _faster(time_ms, old["time_ms"]) and \
                     Config.from_json(old["config"]) != config:
                 if old["partial"] and not partial:
@@ -383,10 +407,14 @@ class Store:
             trials = db.execute(f"DELETE FROM trials WHERE {where}", args).rowcount
         return bests, trials
 
-    def forget_best(self, task: str, problem: str, env: str) -> None:
+    def forget_best(self, task: str, problem: str, env: str, config: Config | None = None
+                    ) -> None:
+        """Delete the key's stored best (only if it is `config`, when given): it failed a
+        check, so it must not be reused."""
         with self._write() as db:
-            db.execute("DELETE FROM best WHERE task=? AND problem=? AND env=?",
-                       (task, problem, env))
+            db.execute("DELETE FROM best WHERE task=? AND problem=? AND env=? "
+                       "AND (? IS NULL OR config=?)",
+                       (task, problem, env, *(2 * [config.key() if config else None])))
 
     def history(self, kernel: str, config: Config, task: str | None = None
                 ) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar, Mapping, Sequence
 
 from ..policy.region import Region
-from ..space.space import Config
+from ..space.space import Config, InvalidConfig
 
 __all__ = ["STRATEGIES", "Exhaustive", "PatternSearch", "RandomSearch", "Strategy",
            "make_strategy"]
@@ -33,7 +33,17 @@ class Strategy(ABC):
         # Configs that ranked well at other problem sizes of this kernel, best first: tried
         # before anything else (those the region allows).
         self.favoured = [c for c in sorted(prior or {}, key=lambda c: (prior or {})[c])
-                         if region.contains(c) and (self.points is None or c in self.points)]
+                         if self._allows(c)]
+
+    def _allows(self, config: Config) -> bool:
+        """Whether `config` is one this strategy may propose; a config of another space (a
+        prior from a key whose list was pruned differently) is not, rather than an error."""
+        if self.points is not None:
+            return config in self.points
+        try:
+            return self.region.contains(config)
+        except InvalidConfig:
+            return False
 
     def _favoured(self, n: int) -> list[Config]:
         """Up to `n` of the configs that ranked best elsewhere, not proposed yet."""

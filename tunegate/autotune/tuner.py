@@ -25,7 +25,7 @@ from ..policy.predicate import MISSING
 from ..policy.verdict import match_rule
 from ..space.domains import PerLoop
 from ..space.features import uses
-from ..space.space import Config, Space
+from ..space.space import Config, InvalidConfig, Space
 from .evaluator import CheckFailed, Evaluator, Trial, failure_reason
 from .fingerprint import codegen_environment, digest
 from .pool import WorkerPool, cpu_cores, device_count
@@ -400,6 +400,10 @@ class Tuner:
         except StoreError as e:
             self._store_failed(e)
             return
+        if stored is None:  # refused: the winner was quarantined meanwhile (another run)
+            self.notes.append(f"the store refused {best.text()}: it is quarantined as wrong "
+                              "for this task, problem and environment")
+            return
         if stored.config != best:
             self.notes.append(f"the store keeps {stored.config.text()}, measured faster "
                               f"({stored.time_ms:.4g} ms) by an earlier run")
@@ -461,10 +465,11 @@ class Tuner:
         self.notes.append(f"stored best {stored.config.text()} re-checked on a fresh draw")
         return stored
 
-    def _forget(self) -> None:
+    def _forget(self, config: Config | None = None) -> None:
+        """Drop the key's stored best (only if it is `config`, when given): it failed a check."""
         k = self._key
         try:
-            self.store.forget_best(k.task, k.problem, k.env)
+            self.store.forget_best(k.task, k.problem, k.env, config)
         except StoreError as e:
             self._store_failed(e)
 
@@ -636,6 +641,8 @@ class Tuner:
         k = self._key
         by_problem: dict[str, list[tuple[float, Config]]] = {}
         for problem, config, ms in self.store.timings_elsewhere(k.kernel, k.env, k.problem):
+            if not self._candidate(config):
+                continue
             by_problem.setdefault(problem, []).append((ms, config))
         ranks: dict[Config, list[float]] = {}
         for timed in by_problem.values():
@@ -644,11 +651,22 @@ class Tuner:
                 ranks.setdefault(config, []).append(n / max(1, len(timed) - 1))
         return {c: sum(r) / len(r) for c, r in ranks.items()}
 
+    def _candidate(self, config: Config) -> bool:
+        """Whether this run may measure `config`: in the space, allowed by the region, and in
+        the task's config list if it has one (another key's list may have been pruned
+        otherwise, so a prior from there can name configs this one lacks)."""
+        if self.task.configs is not None:
+            return config in self.task.configs and self.region.contains(config)
+        try:
+            return self.region.contains(config)
+        except InvalidConfig:  # another space's config: not a candidate, not an error
+            return False
+
     def _check_baseline_support(self, start: float) -> None:
         """Without a reference: stop if a larger group of configs agree among themselves and
         disagree with the baseline than agree with it."""
-        if self.task.reference is not None:
-            return
+        if self.task.reference is not None or not self.task.outputs:
+            return  # no outputs to compare: every vote "agrees", so there is no vote at all
         votes = Counter(t.vote for t in self.trials if t.vote is not None)
         if not votes:
             return
@@ -690,6 +708,7 @@ class Tuner:
                     self._store_failed(e)
                 self.progress({"event": "stress", "trial": checked})
                 if checked.status != "ok":
+                    self._forget(config)  # a stored best of this config must not be reused
                     continue
             return config, trial.time_ms
         return None, None
