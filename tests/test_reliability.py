@@ -27,3 +27,52 @@ def test_run_errors_are_tunegate_errors_and_exit_1(cls, monkeypatch, capsys):
     assert cli.main(["policy", "env"]) == cli.EXIT_DETECTED
     err = capsys.readouterr().err
     assert err.startswith("tunegate: error: the baseline broke") and "Traceback" not in err
+
+
+SWITCH_OFF = 'schema = 1\n[[rule]]\nid = "pipelined-store-load"\nenabled = false\n'
+
+
+def _load_problems(folder) -> str:
+    """The error text of loading the policy from `folder`, or '' if it loaded."""
+    from tunegate.policy import Policy, PolicyError
+    try:
+        Policy.load(cwd=folder)
+    except PolicyError as e:
+        return str(e)
+    return ""
+
+
+def test_another_users_policy_file_in_the_starting_folder_is_refused(isolated):
+    import os
+    stray = isolated / "policies.toml"
+    stray.write_text(SWITCH_OFF)
+    os.chown(stray, os.getuid() + 4242, -1)
+    err = _load_problems(isolated)
+    assert f"{stray}:" in err and "owned by uid" in err and "--policy" in err
+
+
+def test_starting_folder_of_another_user_is_not_searched(isolated, monkeypatch):
+    import os
+
+    from tunegate.policy import Policy
+    (isolated / "policies.toml").write_text(SWITCH_OFF)
+    owner = os.stat(isolated).st_uid
+    monkeypatch.setattr(os, "getuid", lambda: owner + 1)
+    assert [n for n, _ in Policy.load(cwd=isolated).layers] == ["built-in"]
+
+
+def test_unknown_tool_tunegate_key_names_file_line_and_known_keys(isolated):
+    pyproject = isolated / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n\n[tool.tunegate]\npolicies = "p.toml"\n')
+    err = _load_problems(isolated)
+    assert f"{pyproject}:5:" in err and "'policies'" in err and "known: policy" in err
+
+
+def test_policies_toml_beside_a_pyproject_naming_another_file_is_an_error(isolated):
+    (isolated / "policies.toml").write_text(SWITCH_OFF)
+    (isolated / "other.toml").write_text("schema = 1\n")
+    (isolated / "pyproject.toml").write_text('[tool.tunegate]\npolicy = "other.toml"\n')
+    err = _load_problems(isolated)
+    assert "other.toml" in err and "policies.toml" in err and "keep one" in err
+    (isolated / "pyproject.toml").write_text('[tool.tunegate]\npolicy = "policies.toml"\n')
+    assert _load_problems(isolated) == ""
