@@ -76,3 +76,20 @@ def test_policies_toml_beside_a_pyproject_naming_another_file_is_an_error(isolat
     assert "other.toml" in err and "policies.toml" in err and "keep one" in err
     (isolated / "pyproject.toml").write_text('[tool.tunegate]\npolicy = "policies.toml"\n')
     assert _load_problems(isolated) == ""
+
+
+def test_policy_check_warns_per_weakened_rule_and_strict_exits_1(isolated, capsys):
+    weak = isolated / "weak.toml"
+    weak.write_text(SWITCH_OFF)
+    assert cli.main(["policy", "check", str(weak)]) == cli.EXIT_OK
+    out, err = capsys.readouterr()
+    assert "ok" in out
+    warning = [line for line in err.splitlines() if "pipelined-store-load" in line]
+    assert len(warning) == 1 and "switched off" in warning[0] and "built-in" in warning[0]
+    assert warning[0].startswith(f"tunegate: warning: {weak}:2:")
+    assert cli.main(["policy", "check", "--strict", str(weak)]) == cli.EXIT_DETECTED
+    capsys.readouterr()
+    fine = isolated / "fine.toml"
+    fine.write_text("schema = 1\n")
+    assert cli.main(["policy", "check", "--strict", str(fine)]) == cli.EXIT_OK
+    assert "warning" not in capsys.readouterr().err

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence, NoReturn
 
 from . import _render
 from .kernelfile import resolve, unwrap
-from .policy import (Environment, KernelTraits, Policy, PolicyError, Problem,
+from .policy import (Environment, KernelTraits, LayerReport, Policy, PolicyError, Problem,
                      detect_environment,
                      detect_traits)
 from .space import Config, Space, helion_space, helion_space_for
@@ -246,21 +246,33 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _warn_weakened(file: str, report: LayerReport) -> int:
+    """One stderr warning per rule the checked file weakens or switches off; how many."""
+    mine = [o for o in report.weakened if o.layer == "checked"]
+    for o in mine:
+        print(f"tunegate: warning: {_render.escape(o.source or file)}: rule {o.rule!r} "
+              f"{o.change}: was {o.was}, now {o.now}", file=sys.stderr)
+    return len(mine)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Each FILE as the highest layer over the discovered ones; without FILEs, those layers."""
     if args.files:
         problems: list[Problem] = []
+        weakened = 0
         for f in args.files:
             try:
-                top = Policy.checking(f, extra=args.policy).layer_report().layers[-1]
+                report = Policy.checking(f, extra=args.policy).layer_report()
             except PolicyError as e:
                 problems += [p for p in e.problems if p not in problems]
                 continue
+            top = report.layers[-1]
             offs = f", {top.switch_offs} switch-off(s)" if top.switch_offs else ""
+            weakened += _warn_weakened(f, report)
             print(f"{_render.escape(f)}: ok, {top.rules} rule(s){offs}")
         if problems:
             raise PolicyError(problems)
-        return EXIT_OK
+        return EXIT_DETECTED if args.strict and weakened else EXIT_OK
     policy = _policy(args)
     print(_render.layer_report(policy.layer_report()))
     print(f"\nok: {len(policy.rules)} effective rule(s), fingerprint {policy.fingerprint()}")
@@ -556,6 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_explain)
     p = policy.add_parser("check", help="validate policy files (default: the effective layers)")
     p.add_argument("files", nargs="*")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if a FILE weakens or switches off a lower layer's rule")
     _common(p, env=False)
     p.set_defaults(run=cmd_check)
     p = policy.add_parser("list", help="every effective rule and whether it applies here")
