@@ -93,3 +93,54 @@ def test_policy_check_warns_per_weakened_rule_and_strict_exits_1(isolated, capsy
     fine.write_text("schema = 1\n")
     assert cli.main(["policy", "check", "--strict", str(fine)]) == cli.EXIT_OK
     assert "warning" not in capsys.readouterr().err
+
+
+def _rule(match: str) -> str:
+    return ('schema = 1\n\n[[rule]]\nid = "never"\ntitle = "t"\naction = "disable"\n'
+            f'reason = "r"\nmatch = "{match}"\n')
+
+
+@pytest.mark.parametrize("match, name", [
+    ("range_flattens == 1", "range_flattens"), ("num_stages == '2'", "num_stages"),
+    ("num_warps in [4, '8']", "num_warps"), ("indexing > 3", "indexing"),
+    ("range_flatten == 1 or num_warps == 4", "range_flatten"),
+    ("not (maxnreg == true)", "maxnreg"),
+])
+def test_predicate_type_mismatch_is_an_error_at_the_rules_line(tmp_path, match, name):
+    from tunegate.policy import PolicyError, load_file
+    path = tmp_path / "p.toml"
+    path.write_text(_rule(match))
+    with pytest.raises(PolicyError) as e:
+        load_file(path)
+    text = str(e.value)
+    assert text.startswith(f"{path}:") and "'never'" in text and "type mismatch" in text
+    assert name in text and "\n" not in text.split("type mismatch")[0]
+    line = e.value.problems[0].line
+    assert line in (3, 8)  # the rule's [[rule]] or its match line
+
+
+@pytest.mark.parametrize("match", [
+    "range_flattens == true", "num_stages == 2", "maxnreg == none", "indexing == 'block_ptr'",
+    "num_warps in [4, 8]", "BLOCK == 'x'", "range_unroll > 1",
+])
+def test_well_typed_predicates_still_load(tmp_path, match):
+    from tunegate.policy import load_file
+    path = tmp_path / "p.toml"
+    path.write_text(_rule(match))
+    assert load_file(path)[0].id == "never"
+
+
+def test_non_ascii_digits_are_not_numbers_in_predicates():
+    from tunegate.policy.predicate import Predicate, PredicateSyntaxError
+    with pytest.raises(PredicateSyntaxError, match="unexpected character"):
+        Predicate("num_warps == \u0661\u0662")
+
+
+@pytest.mark.parametrize("text", ["BLOCK=32, BLOCK=64", '{"BLOCK": 32, "BLOCK": 64}',
+                                  "helion.Config(num_warps=4, num_warps=8)"])
+def test_duplicate_keys_in_config_text_are_an_error_naming_the_key(text):
+    from tunegate.space.helion import parse_config_text
+    from tunegate.space.space import InvalidConfig
+    with pytest.raises(InvalidConfig, match="given twice") as e:
+        parse_config_text(text)
+    assert "'BLOCK'" in str(e.value) or "'num_warps'" in str(e.value)
