@@ -144,3 +144,35 @@ def test_duplicate_keys_in_config_text_are_an_error_naming_the_key(text):
     with pytest.raises(InvalidConfig, match="given twice") as e:
         parse_config_text(text)
     assert "'BLOCK'" in str(e.value) or "'num_warps'" in str(e.value)
+
+
+@pytest.mark.parametrize("form", ["{key} = 1\n", "[{key}]\n", "[[rule]]\n{key} = 1\n",
+                                  "x = {{{key} = 1}}\n", "x = [{{{key} = [1.5, 2.5]}}]\n"])
+def test_a_long_dotted_key_is_refused_quickly(tmp_path, form):
+    import time
+
+    from tunegate.policy import PolicyError, load_file
+    from tunegate.policy.loader import MAX_FILE_BYTES
+    path = tmp_path / "p.toml"
+    head = "schema = 1\n"
+    parts = (MAX_FILE_BYTES - len(head) - 40) // 2
+    path.write_text(head + form.format(key=".".join(["a"] * parts)))
+    assert MAX_FILE_BYTES - 64 < path.stat().st_size <= MAX_FILE_BYTES
+    started = time.monotonic()
+    with pytest.raises(PolicyError, match="dotted key of more than 32 parts"):
+        load_file(path)
+    assert time.monotonic() - started < 5
+
+
+def test_many_short_dotted_keys_in_a_full_size_file_load_quickly(tmp_path):
+    import time
+
+    from tunegate.policy import PolicyError, load_file
+    path = tmp_path / "p.toml"
+    key = ".".join(["k"] * 30)
+    lines = [f"x{i} = {{{key} = 1.5, y.z = 2}}" for i in range(3000)]
+    path.write_text("schema = 1\n" + "\n".join(lines)[:250_000].rsplit("\n", 1)[0] + "\n")
+    started = time.monotonic()
+    with pytest.raises(PolicyError, match="unknown top-level key"):
+        load_file(path)
+    assert time.monotonic() - started < 5

@@ -95,6 +95,9 @@ def _parse(path: str, text: str) -> tuple[dict[str, Any], Layout]:
     if layout.too_deep is not None:
         raise PolicyError([Problem(path, layout.too_deep, None,
                                    f"values nested more than {MAX_NESTING} deep")])
+    if layout.long_key is not None:
+        raise PolicyError([Problem(path, layout.long_key, None,
+                                   f"a dotted key of more than {MAX_NESTING} parts")])
     if layout.long_number is not None:
         raise PolicyError([Problem(path, layout.long_number, None,
                                    "a number of more than 100 digits")])
