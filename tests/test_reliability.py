@@ -176,3 +176,101 @@ def test_many_short_dotted_keys_in_a_full_size_file_load_quickly(tmp_path):
     with pytest.raises(PolicyError, match="unknown top-level key"):
         load_file(path)
     assert time.monotonic() - started < 5
+
+
+# -- the store ---------------------------------------------------------------------------------
+def _store_with_one_best(path):
+    import sqlite3
+
+    from tunegate.autotune import Store
+    Store(path)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO best (task, kernel, problem, env, policy, config, time_ms, "
+                   "created, kernel_name) VALUES ('t', 'k', 'n=8', 'e', 'p', '{\"BLOCK\": 32}', "
+                   "3.0, 1.0, 'copy')")
+    return path
+
+
+def test_a_store_restored_from_a_dump_keeps_its_bests(tmp_path):
+    import sqlite3
+
+    from tunegate.autotune import Store
+    from tunegate.autotune.store import SCHEMA_VERSION
+    source = sqlite3.connect(_store_with_one_best(tmp_path / "a.sqlite"))
+    restored = tmp_path / "restored.sqlite"
+    with sqlite3.connect(restored) as db:
+        db.executescript("\n".join(source.iterdump()))  # what `sqlite3 .dump` gives back
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+    best, = Store(restored).bests()
+    assert best.kernel_name == "copy" and best.time_ms == 3.0
+    with sqlite3.connect(restored) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_another_programs_database_is_refused_and_left_alone(tmp_path):
+    import sqlite3
+
+    from tunegate.autotune import Store
+    from tunegate.autotune.store import StoreError
+    path = tmp_path / "app.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(StoreError, match="not a tunegate tuning store.*users"):
+        Store(path)
+    with sqlite3.connect(path) as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+        assert tables == {"users"} and db.execute("PRAGMA user_version").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("kind", ["folder", "FIFO"])
+def test_a_store_path_that_is_not_a_file_says_so(tmp_path, kind):
+    import os
+
+    from tunegate.autotune import Store
+    from tunegate.autotune.store import StoreError
+    path = tmp_path / "store"
+    path.mkdir() if kind == "folder" else os.mkfifo(path)
+    with pytest.raises(StoreError, match=f"is a {kind}, not a file") as e:
+        Store(path)
+    assert "damaged" not in str(e.value)
+
+
+@pytest.mark.parametrize("message, advice", [
+    ("database or disk is full", "disk is full"),
+    ("attempt to write a readonly database", "read-only"),
+    ("database is locked", "lock"),
+    ("file is not a database", "damaged"),
+])
+def test_store_errors_get_advice_for_their_cause(tmp_path, message, advice):
+    import sqlite3
+
+    from tunegate.autotune import Store
+    advice_text = Store(tmp_path / "s.sqlite")._advice(sqlite3.OperationalError(message))
+    assert advice in advice_text
+    assert advice == "damaged" or "move it away" not in advice_text
+
+
+def test_a_read_only_store_can_be_listed(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if os.getuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to make a file read-only for ourselves")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = _store_with_one_best(folder / "s.sqlite")
+    path.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        drop = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+        run = [sys.executable, "-m", "tunegate", "store", "list", "--store", str(path)]
+        listed = subprocess.run(drop + run, capture_output=True, text=True, timeout=120)
+        assert listed.returncode == 0 and "copy" in listed.stdout, listed.stderr
+        prune = run[:4] + ["prune", "--kernel", "copy", "--store", str(path)]
+        pruned = subprocess.run(drop + prune, capture_output=True, text=True, timeout=120)
+        assert pruned.returncode == 2 and "read-only" in pruned.stderr, pruned.stderr
+        assert "damaged" not in pruned.stderr and "Traceback" not in pruned.stderr
+    finally:
+        folder.chmod(0o755)
