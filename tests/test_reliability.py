@@ -274,3 +274,28 @@ def test_a_read_only_store_can_be_listed(tmp_path):
         assert "damaged" not in pruned.stderr and "Traceback" not in pruned.stderr
     finally:
         folder.chmod(0o755)
+
+
+def test_after_one_lock_timeout_later_writes_fail_fast(tmp_path):
+    import sqlite3
+    import time
+
+    from tunegate.autotune import Store
+    from tunegate.autotune.store import StoreError
+    path = tmp_path / "s.sqlite"
+    store = Store(path, timeout=0.6)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="lock"):
+            store.clear_quarantine()
+        assert time.monotonic() - started >= 0.5
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="still locked.*not waiting again"):
+            store.clear_quarantine()
+        assert time.monotonic() - started < 0.3
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.clear_quarantine() == 0  # free again: the next write goes through

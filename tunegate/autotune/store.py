@@ -166,6 +166,7 @@ class Store:
                              "option out for the default store")
         self.path = Path(path)
         self.timeout = timeout
+        self._lock_timed_out = False  # once a write waited `timeout` in vain, the rest do not
         self.on_wait = on_wait or (lambda message: None)
         try:
             self._check_is_file()
@@ -299,7 +300,19 @@ class Store:
 
     def _begin(self, db: sqlite3.Connection) -> None:
         """Take the write lock, waiting in steps of a few seconds (each reported to `on_wait`)
-        up to `timeout` in all; then the lock error propagates."""
+        up to `timeout` in all; then the lock error propagates. After one such timeout, later
+        writes try once and fail at once: a run must not lose `timeout` on every write."""
+        if self._lock_timed_out:
+            db.execute("PRAGMA busy_timeout=0")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e):
+                    raise
+                raise StoreError(f"the tuning store at {self.path} is still locked by another "
+                                 f"process (an earlier write waited {self.timeout:.0f} s): not "
+                                 "waiting again in this run") from None
         deadline = time.monotonic() + self.timeout
         while True:
             step = max(0.0, min(5.0, max(0.1, self.timeout / 4), deadline - time.monotonic()))
@@ -308,7 +321,10 @@ class Store:
                 db.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or time.monotonic() >= deadline:
+                if "locked" not in str(e):
+                    raise
+                if time.monotonic() >= deadline:
+                    self._lock_timed_out = True
                     raise
                 left = deadline - time.monotonic()
                 self.on_wait(f"the tuning store {self.path} is locked by another process; "
