@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from .domains import Boolean, Choice, IntRange, Permutation, PerLoop, PowerOfTwo
 from .space import InvalidConfig, Parameter, Space
 
-__all__ = ["HELION_FIELDS", "UnknownHelionField", "field_element", "helion_space", "helion_space_for",
-           "parse_config_text"]
+__all__ = ["HELION_FIELDS", "UnknownHelionField", "field_element", "helion_space",
+           "helion_space_for", "parse_config_text"]
 
 
 class UnknownHelionField(UserWarning):
