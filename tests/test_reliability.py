@@ -299,3 +299,24 @@ def test_after_one_lock_timeout_later_writes_fail_fast(tmp_path):
         holder.execute("ROLLBACK")
         holder.close()
     assert store.clear_quarantine() == 0  # free again: the next write goes through
+
+
+@pytest.mark.parametrize("digit, ascii_digit", [("\u0662", "2"), ("\uff12", "2")])
+def test_non_ascii_digits_in_options_are_refused(tmp_path, digit, ascii_digit, capsys):
+    store = str(tmp_path / "s.sqlite")
+    for argv in (["space", "show", "--blocks", "{}"],
+                 ["store", "prune", "--older-than", "{}", "--store", store]):
+        assert cli.main([a.format(ascii_digit) for a in argv]) == cli.EXIT_OK
+        capsys.readouterr()
+        assert cli.main([a.format(digit) for a in argv]) == cli.EXIT_USAGE
+        err = capsys.readouterr().err
+        assert "tunegate: error:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["BLOCK=\u0661\u0662", '{"BLOCK": \u0661\u0662}',
+                                  "BLOCK=\uff11\uff12"])
+def test_non_ascii_digits_in_config_text_are_refused(text):
+    from tunegate.space.helion import parse_config_text
+    from tunegate.space.space import InvalidConfig
+    with pytest.raises(InvalidConfig):
+        parse_config_text(text)

@@ -45,10 +45,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 # -- option types: every value is checked before any work starts -------------------------------
+def _number(text: str, kind: Callable[[str], Any]) -> Any:
+    """`kind(text)` for ASCII text only: Python reads '١٢' as 12, an option must not."""
+    if not text.isascii():
+        raise ValueError(f"not ASCII: {text!r}")
+    return kind(text)
+
+
 def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = _number(text, int)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < low or (high is not None and value > high):
@@ -63,7 +70,7 @@ def _amount(unit: str, *, zero: bool) -> Any:
     """An argparse type: a finite number of `unit`, positive (or 0 or more with `zero`)."""
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = _number(text, float)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}") from None
         if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
@@ -80,7 +87,7 @@ _days = _amount("days", zero=True)
 
 def _seed(text: str) -> int:
     try:
-        value = int(text)
+        value = _number(text, int)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if not 0 <= value < 2**63:
