@@ -320,3 +320,15 @@ def test_non_ascii_digits_in_config_text_are_refused(text):
     from tunegate.space.space import InvalidConfig
     with pytest.raises(InvalidConfig):
         parse_config_text(text)
+
+
+def test_another_users_pyproject_is_refused_but_a_file_it_names_is_not_checked(isolated):
+    import os
+    shared = isolated / "shared.toml"
+    shared.write_text("schema = 1\n")
+    os.chown(shared, os.getuid() + 4242, -1)  # e.g. a team's file: named on purpose
+    pyproject = isolated / "pyproject.toml"
+    pyproject.write_text('[tool.tunegate]\npolicy = "shared.toml"\n')
+    assert _load_problems(isolated) == ""
+    os.chown(pyproject, os.getuid() + 4242, -1)
+    assert f"{pyproject}:" in _load_problems(isolated)

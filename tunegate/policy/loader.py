@@ -276,7 +276,8 @@ def _check_owner(path: Path, me: int | None) -> None:
 
 def _folder_policy(folder: Path, me: int | None) -> Path | None:
     """The policy file `folder` gives: its policies.toml or the one its pyproject.toml names.
-    Both at once, naming different files, is an error: which one applies must not be a guess."""
+    Both at once, naming different files, is an error: which one applies must not be a guess.
+    A policies.toml or pyproject.toml someone else owns is an error too."""
     candidate = folder / "policies.toml"
     here = candidate if candidate.exists() or candidate.is_symlink() else None
     pyproject = folder / "pyproject.toml"
@@ -288,10 +289,11 @@ def _folder_policy(folder: Path, me: int | None) -> Path | None:
         raise PolicyError([Problem(str(pyproject), None, None,
                                    f"[tool.tunegate] policy names {named}, but {here} is "
                                    "beside it: keep one of the two")])
-    found = named if named is not None else here
-    if found is not None:
-        _check_owner(found, me)
-    return found
+    if named is not None:
+        return named  # named by a pyproject.toml we own: trusted whoever owns the file
+    if here is not None:
+        _check_owner(here, me)
+    return here
 
 
 def _project_file(start: Path) -> Path | None:
