@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence, NoReturn
 
 from . import _render
 from .kernelfile import resolve, unwrap
-from .policy import (Environment, KernelTraits, Policy, PolicyError, Problem,
+from .policy import (Environment, KernelTraits, LayerReport, Policy, PolicyError, Problem,
                      detect_environment,
                      detect_traits)
 from .space import Config, Space, helion_space, helion_space_for
@@ -45,10 +45,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 # -- option types: every value is checked before any work starts -------------------------------
+def _number(text: str, kind: Callable[[str], Any]) -> Any:
+    """`kind(text)` for ASCII text only: Python reads '١٢' as 12, an option must not."""
+    if not text.isascii():
+        raise ValueError(f"not ASCII: {text!r}")
+    return kind(text)
+
+
 def _integer(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = _number(text, int)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < low or (high is not None and value > high):
@@ -63,7 +70,7 @@ def _amount(unit: str, *, zero: bool) -> Any:
     """An argparse type: a finite number of `unit`, positive (or 0 or more with `zero`)."""
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = _number(text, float)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number of {unit}") from None
         if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
@@ -80,7 +87,7 @@ _days = _amount("days", zero=True)
 
 def _seed(text: str) -> int:
     try:
-        value = int(text)
+        value = _number(text, int)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if not 0 <= value < 2**63:
@@ -246,21 +253,33 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _warn_weakened(file: str, report: LayerReport) -> int:
+    """One stderr warning per rule the checked file weakens or switches off; how many."""
+    mine = [o for o in report.weakened if o.layer == "checked"]
+    for o in mine:
+        print(f"tunegate: warning: {_render.escape(o.source or file)}: rule {o.rule!r} "
+              f"{o.change}: was {o.was}, now {o.now}", file=sys.stderr)
+    return len(mine)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Each FILE as the highest layer over the discovered ones; without FILEs, those layers."""
     if args.files:
         problems: list[Problem] = []
+        weakened = 0
         for f in args.files:
             try:
-                top = Policy.checking(f, extra=args.policy).layer_report().layers[-1]
+                report = Policy.checking(f, extra=args.policy).layer_report()
             except PolicyError as e:
                 problems += [p for p in e.problems if p not in problems]
                 continue
+            top = report.layers[-1]
             offs = f", {top.switch_offs} switch-off(s)" if top.switch_offs else ""
+            weakened += _warn_weakened(f, report)
             print(f"{_render.escape(f)}: ok, {top.rules} rule(s){offs}")
         if problems:
             raise PolicyError(problems)
-        return EXIT_OK
+        return EXIT_DETECTED if args.strict and weakened else EXIT_OK
     policy = _policy(args)
     print(_render.layer_report(policy.layer_report()))
     print(f"\nok: {len(policy.rules)} effective rule(s), fingerprint {policy.fingerprint()}")
@@ -556,6 +575,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_explain)
     p = policy.add_parser("check", help="validate policy files (default: the effective layers)")
     p.add_argument("files", nargs="*")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if a FILE weakens or switches off a lower layer's rule")
     _common(p, env=False)
     p.set_defaults(run=cmd_check)
     p = policy.add_parser("list", help="every effective rule and whether it applies here")

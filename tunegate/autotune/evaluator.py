@@ -17,13 +17,14 @@ from ..space.space import Config
 from .check import Mismatch
 from .stress import StressCheck, StressReport
 from .worker import Reply, Worker
+from ..errors import TunegateError
 
 __all__ = ["CheckFailed", "Evaluator", "Status", "Trial", "failure_reason"]
 
 Status = Literal["ok", "wrong", "error", "compile_error", "timeout", "crashed"]
 
 
-class CheckFailed(RuntimeError):
+class CheckFailed(RuntimeError, TunegateError):
     """The reference or baseline failed while a config was checked: nothing can be judged."""
 
 

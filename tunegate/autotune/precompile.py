@@ -16,11 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from ..errors import TunegateError
+
 __all__ = ["Precompiled", "PrecompileError", "TaskCompiler", "TensorSpec", "gpu_target",
            "parse_target", "precompile", "target_text"]
 
 
-class PrecompileError(RuntimeError):
+class PrecompileError(RuntimeError, TunegateError):
     """The kernel cannot be compiled ahead of its launch; the message says why."""
 
 

@@ -27,6 +27,7 @@ from ..space.space import Config
 from .check import Mismatch, compare, follows_poison, poison, same_bits
 from .stress import StressCheck, StressReport
 from .task import Args, Task, split_config
+from ..errors import TunegateError
 
 __all__ = ["BaselineError", "Runner", "device_kind"]
 
@@ -34,7 +35,7 @@ FRESH_DRAWS = 1_000_000  # stress draws start here: never the draws the quick ch
 SHORT_WARMUP_MS, SHORT_REP_MS = 5, 20  # the short timing every candidate gets on a GPU
 
 
-class BaselineError(RuntimeError):
+class BaselineError(RuntimeError, TunegateError):
     """The reference or baseline config itself failed: nothing can be checked against it."""
 
 

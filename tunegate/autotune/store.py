@@ -15,8 +15,10 @@ transaction. Nothing is pickled: configs and evidence are JSON.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,6 +93,11 @@ _FROM_2 = (
     "WHERE trials.task = best.task LIMIT 1), '')",
 )
 _DAY = 86400.0
+_TABLES = ("trials", "best")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
 
 def default_store_path() -> Path:
@@ -171,8 +178,10 @@ class Store:
                              "option out for the default store")
         self.path = Path(path)
         self.timeout = timeout
+        self._lock_timed_out = False  # once a write waited `timeout` in vain, the rest do not
         self.on_wait = on_wait or (lambda message: None)
         try:
+            self._check_is_file()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
         except StoreError:
@@ -182,33 +191,60 @@ class Store:
                              + self._advice(e)) from None
 
     def _advice(self, e: BaseException) -> str:
-        """What to do about a store error: wait for a lock, or move a damaged file away."""
-        if isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
+        """What to do about a store error: wait for a lock, make room, make it writable, or
+        (only for a file SQLite cannot read as a database) move a damaged file away."""
+        name = getattr(e, "sqlite_errorname", "") or ""
+        text = str(e).lower()
+        code = getattr(e, "errno", None)
+        if "locked" in text or name.startswith("SQLITE_BUSY"):
             return (f"; another process held its lock for over {self.timeout:.0f} s: "
                     "try again when it is done")
-        if isinstance(e, (sqlite3.DatabaseError, ValueError)):
+        if name.startswith("SQLITE_FULL") or "disk is full" in text or code == errno.ENOSPC:
+            return "; the disk is full: free some space (the store itself is not damaged)"
+        if (name.startswith("SQLITE_READONLY") or "readonly" in text
+                or code in (errno.EACCES, errno.EPERM, errno.EROFS)):
+            return ("; it is read-only (the file or its folder): `tunegate store list` can still "
+                    "read it; to tune, make it writable or pass another with --store")
+        if name.startswith("SQLITE_CANTOPEN"):
+            return "; check that its folder exists and that you may read and write there"
+        if (name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "not a database" in text
+                or "malformed" in text or isinstance(e, ValueError)):
             return ("; the file is damaged: move it away or delete it (tunegate then starts a "
                     "new store and tunes again), or pass another with --store")
         return ""
 
+    def _check_is_file(self) -> None:
+        """Refuse a path that is a folder, FIFO or device before SQLite opens (or blocks on) it."""
+        try:
+            mode = self.path.stat().st_mode
+        except OSError:
+            return  # missing (created on first use) or unreadable (reported when opened)
+        if not stat.S_ISREG(mode):
+            kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device or socket")
+            raise StoreError(f"the tuning store at {self.path} is {kind}, not a file: pass a "
+                             "file path with --store")
+
     def _migrate(self) -> None:
-        """Create the schema, or bring an older tunegate's database up to `SCHEMA_VERSION`."""
+        """Create the schema, or bring an older tunegate's database up to `SCHEMA_VERSION`.
+        An up-to-date store is only read, so a read-only one can still be listed."""
+        with self._read() as db:
+            if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                self._check_ours(db)
+                return
         with self._write() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise StoreError(f"the tuning store at {self.path} has schema {version}, newer "
                                  f"than this tunegate's {SCHEMA_VERSION}: upgrade tunegate")
-            if version == SCHEMA_VERSION:
-                return
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master "
-                                               "WHERE type='table'")}
+            tables = self._check_ours(db)
+            if version == 0:
+                version = self._schema_of(db, tables)
             if version == 2:
                 for statement in _FROM_2:
                     db.execute(statement)
-            elif "trials" in tables:
-                columns = {r[1] for r in db.execute("PRAGMA table_info(trials)")}
-                if "run" not in columns:
-                    raise StoreError(f"{self.path} is not a tunegate tuning store")
+            elif version == 1:
+                columns = _columns(db, "trials")
                 for statement in _FROM_1:
                     if "ADD COLUMN" in statement and statement.split()[5] in columns:
                         continue
@@ -218,6 +254,31 @@ class Store:
                     db.execute(statement)
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
+    def _check_ours(self, db: sqlite3.Connection) -> set[str]:
+        """The store's tables; a table that is not tunegate's means another program's database,
+        which must never be converted."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        foreign = sorted(t for t in tables if t not in _TABLES and not t.startswith("sqlite_"))
+        if foreign:
+            raise StoreError(f"{self.path} is not a tunegate tuning store: it has tables "
+                             f"{', '.join(foreign)[:200]}, which are not tunegate's; it was left "
+                             "as it is: pass another file with --store")
+        if "trials" in tables and "run" not in _columns(db, "trials"):
+            raise StoreError(f"{self.path} is not a tunegate tuning store: its trials table is "
+                             "not tunegate's; it was left as it is: pass another file with --store")
+        return tables
+
+    @staticmethod
+    def _schema_of(db: sqlite3.Connection, tables: set[str]) -> int:
+        """The schema a store without a user_version has (one restored from `sqlite3 .dump`
+        loses it): read from its tables, so its bests are not dropped as schema 1's."""
+        if "trials" not in tables and "best" not in tables:
+            return 0  # a new, empty file
+        if "trials" in tables and "task" not in _columns(db, "trials"):
+            return 1
+        best = _columns(db, "best")
+        return 2 if best and "partial" not in best else SCHEMA_VERSION
+
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         db.row_factory = sqlite3.Row
@@ -225,9 +286,45 @@ class Store:
         db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
         return db
 
+    def _connect_for_reading(self) -> sqlite3.Connection:
+        """A connection for reading; a store we may not write (the file or its folder) is
+        opened read-only, as immutable where its WAL index cannot be created."""
+        try:
+            return self._connect()
+        except sqlite3.OperationalError as e:
+            if "readonly" not in str(e).lower():
+                raise
+        uri = self.path.resolve().as_uri()
+        try:
+            return self._open_read_only(uri + "?mode=ro")
+        except sqlite3.OperationalError:
+            return self._open_read_only(uri + "?mode=ro&immutable=1")
+
+    def _open_read_only(self, uri: str) -> sqlite3.Connection:
+        db = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+        try:
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA user_version").fetchone()
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
+
     def _begin(self, db: sqlite3.Connection) -> None:
         """Take the write lock, waiting in steps of a few seconds (each reported to `on_wait`)
-        up to `timeout` in all; then the lock error propagates."""
+        up to `timeout` in all; then the lock error propagates. After one such timeout, later
+        writes try once and fail at once: a run must not lose `timeout` on every write."""
+        if self._lock_timed_out:
+            db.execute("PRAGMA busy_timeout=0")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e):
+                    raise
+                raise StoreError(f"the tuning store at {self.path} is still locked by another "
+                                 f"process (an earlier write waited {self.timeout:.0f} s): not "
+                                 "waiting again in this run") from None
         deadline = time.monotonic() + self.timeout
         while True:
             step = max(0.0, min(5.0, max(0.1, self.timeout / 4), deadline - time.monotonic()))
@@ -236,7 +333,10 @@ class Store:
                 db.execute("BEGIN IMMEDIATE")
                 return
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or time.monotonic() >= deadline:
+                if "locked" not in str(e):
+                    raise
+                if time.monotonic() >= deadline:
+                    self._lock_timed_out = True
                     raise
                 left = deadline - time.monotonic()
                 self.on_wait(f"the tuning store {self.path} is locked by another process; "
@@ -244,7 +344,11 @@ class Store:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        db = self._connect()
+        try:
+            db = self._connect()
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write the tuning store at {self.path}: {e}"
+                             + self._advice(e)) from None
         try:
             self._begin(db)
             yield db
@@ -263,7 +367,7 @@ class Store:
     def _read(self) -> Iterator[sqlite3.Connection]:
         """A connection for reading; a damaged file or row becomes a StoreError saying so."""
         try:
-            db = self._connect()
+            db = self._connect_for_reading()
         except sqlite3.Error as e:
             raise StoreError(f"cannot read the tuning store at {self.path}: {e}"
                              + self._advice(e)) from None

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Iterator, Literal
 
+from ..errors import TunegateError
+
 __all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
@@ -28,7 +30,7 @@ _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligne
 _COMPILE = ("CompilationError", "OutOfResources", "PassManager", "MLIR", "CompileTimeAssertion")
 
 
-class WorkerSetupError(RuntimeError):
+class WorkerSetupError(RuntimeError, TunegateError):
     """The worker could not load the task or build its baseline."""
 
 

@@ -30,7 +30,7 @@ _TOKEN = re.compile(
   | (?P<punct>[()\[\],])
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,  # '١٢' is not a number here: only ASCII digits and spaces
 )
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "none"}
 MAX_LENGTH = 4096

@@ -4,7 +4,8 @@
 comments, and records the line of every table header and key by its path
 (`("rule", 0, "when", "triton")`), so a problem found in the parsed data can name its true line
 (a `[[rule]]` inside a multi-line string is not a header). It also finds what would make
-`tomllib` itself fail badly: nesting deeper than a limit and numbers too long to convert. It
+`tomllib` itself fail badly: nesting deeper than a limit (brackets, or parts of a dotted key)
+and numbers too long to convert. It
 never raises, whatever the text.
 """
 
@@ -20,7 +21,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.DOTALL)
 _SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
 _NUMBER = re.compile(r"[0-9_]+")
-_PLAIN = re.compile(r"""[^"'#\n\[\]{}0-9]*""")
+_PLAIN = re.compile(r"""[^"'#\n\[\]{}0-9.=,]*""")
 _STRINGS = (  # multi-line first; up to two quotes may end a multi-line string's content
     re.compile(r'"""(?:[^"\\]++|\\.|"(?!""))*+""""{0,2}', re.DOTALL),
     re.compile(r"'''(?:[^']++|'(?!''))*+''''{0,2}", re.DOTALL),
@@ -39,6 +40,7 @@ class Layout:
     lines: dict[Path, int] = field(default_factory=dict)
     too_deep: int | None = None  # line of the first bracket past the nesting limit
     long_number: int | None = None  # line of the first number of more than 100 digits
+    long_key: int | None = None  # line of the first dotted key of more parts than the limit
 
     def line_of(self, loc: Path) -> int | None:
         """The line of the longest prefix of `loc` that was written, if any."""
@@ -100,9 +102,16 @@ class _Scanner:
                 self.i = len(self.text) if end < 0 else end + 1
 
     def key_path(self) -> list[str]:
-        """A dotted key (bare or quoted parts); stops at what cannot continue one."""
+        """A dotted key (bare or quoted parts); stops at what cannot continue one. A key of more
+        parts than the nesting limit stops the whole scan (the loader reports only that): each
+        part is a level of nesting, and recording every prefix would cost quadratic time."""
         parts: list[str] = []
+        start = self.i
         while True:
+            if len(parts) > self.max_depth:
+                self.layout.long_key = self.line(start)
+                self.i = len(self.text)
+                return []
             self.skip_blank(newlines=False)
             c = self.peek()
             if c in ('"', "'"):
@@ -166,8 +175,9 @@ class _Scanner:
 
     def value(self) -> None:
         """Skip a value, tracking bracket depth, up to the end of its (last) line. At a limit
-        the whole scan stops: the loader then reports only that."""
-        depth = 0
+        the whole scan stops: the loader then reports only that. A dotted key inside an inline
+        table counts its dots since the last `=`, `,` or bracket against the same limit."""
+        depth = dots = 0
         while self.i < len(self.text):
             self.i = _PLAIN.match(self.text, self.i).end()  # type: ignore[union-attr]
             c = self.peek()
@@ -177,6 +187,13 @@ class _Scanner:
                 self.string()
             elif c == "#":
                 self.skip_blank(newlines=False)
+            elif c in ".=,":
+                dots = dots + 1 if c == "." else 0
+                if dots >= self.max_depth:
+                    self.layout.long_key = self.line(self.i)
+                    self.i = len(self.text)
+                    return
+                self.i += 1
             elif c in "0123456789":
                 end = _NUMBER.match(self.text, self.i).end()  # type: ignore[union-attr]
                 if end - self.i > _LONGEST_NUMBER:
@@ -186,6 +203,7 @@ class _Scanner:
                 self.i = end
             else:
                 depth += 1 if c in "[{" else -1 if c in "]}" else 0
+                dots = 0
                 if depth > self.max_depth:
                     self.layout.too_deep = self.line(self.i)
                     self.i = len(self.text)

@@ -95,6 +95,9 @@ def _parse(path: str, text: str) -> tuple[dict[str, Any], Layout]:
     if layout.too_deep is not None:
         raise PolicyError([Problem(path, layout.too_deep, None,
                                    f"values nested more than {MAX_NESTING} deep")])
+    if layout.long_key is not None:
+        raise PolicyError([Problem(path, layout.long_key, None,
+                                   f"a dotted key of more than {MAX_NESTING} parts")])
     if layout.long_number is not None:
         raise PolicyError([Problem(path, layout.long_number, None,
                                    "a number of more than 100 digits")])
@@ -220,8 +223,12 @@ def builtin_policy_path() -> Path:
 _ROOT_MARKERS = ("pyproject.toml", ".git", ".hg", ".svn", ".jj")
 
 
+_TOOL_KEYS = ("policy",)
+
+
 def _pyproject_policy(pyproject: Path) -> Path | None:
-    """The file `[tool.tunegate] policy` names, relative to the pyproject.toml's folder."""
+    """The file `[tool.tunegate] policy` names, relative to the pyproject.toml's folder; any
+    other key in [tool.tunegate] is an error (a misspelt key must not be ignored)."""
     path = str(pyproject)
     data, layout = _parse(path, _read(path))
     tool = data.get("tool", {})
@@ -235,6 +242,10 @@ def _pyproject_policy(pyproject: Path) -> Path | None:
     if not isinstance(section, dict):
         raise fail(("tool", "tunegate"), "[tool.tunegate] must be a table, got "
                    + describe(section))
+    for key in section:
+        if key not in _TOOL_KEYS:
+            raise fail(("tool", "tunegate", key), f"unknown key {key!r} in [tool.tunegate] "
+                       f"(known: {', '.join(_TOOL_KEYS)})")
     if "policy" not in section:
         return None
     named = section["policy"]
@@ -245,26 +256,59 @@ def _pyproject_policy(pyproject: Path) -> Path | None:
     return pyproject.parent / named
 
 
+def _owner(path: Path) -> int | None:
+    """The uid that owns `path` itself (not a symlink's target), or None if it cannot be seen."""
+    try:
+        return path.lstat().st_uid
+    except OSError:
+        return None
+
+
+def _check_owner(path: Path, me: int | None) -> None:
+    """Refuse a project policy file someone else owns: they could switch rules off for us."""
+    owner = _owner(path)
+    if me is not None and owner is not None and owner != me:
+        raise PolicyError([Problem(str(path), None, None,
+                                   f"owned by uid {owner}, not by you (uid {me}): another "
+                                   "user's file is never a project policy; remove it, or "
+                                   "pass it with --policy if you trust it")])
+
+
+def _folder_policy(folder: Path, me: int | None) -> Path | None:
+    """The policy file `folder` gives: its policies.toml or the one its pyproject.toml names.
+    Both at once, naming different files, is an error: which one applies must not be a guess.
+    A policies.toml or pyproject.toml someone else owns is an error too."""
+    candidate = folder / "policies.toml"
+    here = candidate if candidate.exists() or candidate.is_symlink() else None
+    pyproject = folder / "pyproject.toml"
+    named = None
+    if pyproject.exists():
+        _check_owner(pyproject, me)
+        named = _pyproject_policy(pyproject)
+    if here is not None and named is not None and named.resolve() != here.resolve():
+        raise PolicyError([Problem(str(pyproject), None, None,
+                                   f"[tool.tunegate] policy names {named}, but {here} is "
+                                   "beside it: keep one of the two")])
+    if named is not None:
+        return named  # named by a pyproject.toml we own: trusted whoever owns the file
+    if here is not None:
+        _check_owner(here, me)
+    return here
+
+
 def _project_file(start: Path) -> Path | None:
     """The project's policy: the nearest policies.toml or [tool.tunegate]-named file, looking
-    from `start` up to the project root (a pyproject.toml or VCS root), and never into a folder
-    someone else owns (a stray /tmp/policies.toml must not switch rules off)."""
+    from `start` up to the project root (a pyproject.toml or VCS root), never into a folder
+    someone else owns (the starting one included), and never a file someone else owns (a stray
+    /tmp/policies.toml must not switch rules off)."""
     me = os.getuid() if hasattr(os, "getuid") else None
     for folder in (start, *start.parents):
-        try:
-            owner = folder.stat().st_uid
-        except OSError:
+        owner = _owner(folder)
+        if owner is None or (me is not None and owner != me):
             return None
-        if me is not None and owner != me and folder != start:
-            return None
-        candidate = folder / "policies.toml"
-        if candidate.exists() or candidate.is_symlink():
-            return candidate
-        pyproject = folder / "pyproject.toml"
-        if pyproject.exists():
-            named = _pyproject_policy(pyproject)
-            if named is not None:
-                return named
+        found = _folder_policy(folder, me)
+        if found is not None:
+            return found
         if any((folder / marker).exists() for marker in _ROOT_MARKERS):
             return None
     return None

@@ -69,6 +69,26 @@ class Predicate:
         walk(self._tree)
         return out
 
+    def comparisons(self) -> list[tuple[str, str, Any, int]]:
+        """Every comparison of a name with a literal: (name, operator, literal, name's offset)."""
+        out: list[tuple[str, str, Any, int]] = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, Compare):
+                sides = (node.left, node.right)
+                names = [n for n in sides if isinstance(n, Name)]
+                values = [v for v in sides if isinstance(v, Literal)]
+                if len(names) == 1 and len(values) == 1:
+                    out.append((names[0].name, node.op, values[0].value, names[0].pos))
+            elif isinstance(node, BoolOp):
+                for item in node.items:
+                    walk(item)
+            elif isinstance(node, Not):
+                walk(node.item)
+
+        walk(self._tree)
+        return out
+
     def is_any_decomposable(self) -> bool:
         """True if the predicate holds for a list exactly when it holds for one of its elements.
 

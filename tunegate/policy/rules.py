@@ -9,7 +9,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerial
                       field_validator, model_validator)
 
 from ..space.features import FEATURES, feature
-from ..space.helion import HELION_FIELDS
+from ..space.domains import Boolean, Choice, IntRange, PowerOfTwo
+from ..space.helion import HELION_FIELDS, field_element
 from ..space.space import LAUNCH_OPTIONS
 from .predicate import Predicate
 from .traits import TRAITS
@@ -37,6 +38,67 @@ def _predicate(value: Any) -> Any:
     if not isinstance(value, str):
         raise ValueError(f"a predicate must be a string, got {type(value).__name__}")
     return Predicate(value)
+
+
+def _kind(value: Any) -> str:
+    """What sort of value a predicate literal or a config value is."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else "list"
+
+
+def _domain_kinds(domain: Any) -> frozenset[str] | None:
+    """The sorts of value a domain holds; None where any value goes."""
+    if isinstance(domain, (PowerOfTwo, IntRange)):
+        return frozenset({"number"})
+    if isinstance(domain, Boolean):
+        return frozenset({"bool"})
+    if isinstance(domain, Choice):
+        return frozenset(_kind(c) for c in domain.choices)
+    return None
+
+
+def _name_kinds() -> dict[str, frozenset[str]]:
+    """Per known Helion field, launch option and feature, the sorts of value it can read as.
+
+    A feature reads as the values of the parameters that carry it, or as a kernel's own
+    true/false (a trait); a feature no Helion field carries is left unchecked."""
+    kinds: dict[str, frozenset[str]] = {"num_ctas": frozenset({"number"})}
+    by_feature: dict[str, frozenset[str]] = {}
+    for name in HELION_FIELDS:
+        element, features = field_element(name)
+        found = _domain_kinds(element)
+        if found is None:
+            continue
+        kinds[name] = found
+        for f in features:
+            by_feature[f] = by_feature.get(f, frozenset({"bool"})) | found
+    return {**by_feature, **kinds}
+
+
+_NAME_KINDS = _name_kinds()
+_ORDERED = {"<", "<=", ">", ">="}
+
+
+def _mismatch(name: str, op: str, literal: Any) -> str | None:
+    """Why comparing `name` with `literal` by `op` is a type mismatch, or None if it is not."""
+    kinds = _NAME_KINDS.get(name)
+    if kinds is None:
+        return None
+    if op in ("in", "not in") and isinstance(literal, tuple):
+        items = list(literal)
+    else:
+        items = [literal]
+    for item in items:
+        kind = _kind(item)
+        if kind not in kinds or (op in _ORDERED and kind not in ("number", "string")):
+            return (f"{name} holds {' or '.join(sorted(kinds))} values, compared with "
+                    f"{item!r} (a {kind}) by {op!r}: the comparison never depends on the config")
+    return None
 
 
 Gate = Annotated[
@@ -158,6 +220,11 @@ class Rule(BaseModel):
                     f"unknown name {name!r} at column {pos + 1} of match {pred.text!r}: use a "
                     "feature, a Helion config field, a launch option or an UPPER_CASE constexpr"
                 )
+        for name, op, literal, pos in pred.comparisons():
+            why = _mismatch(name, op, literal)
+            if why is not None:
+                raise ValueError(f"type mismatch at column {pos + 1} of match {pred.text!r}: "
+                                 + why)
         return pred
 
     @field_validator("until")

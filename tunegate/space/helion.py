@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from .domains import Boolean, Choice, IntRange, Permutation, PerLoop, PowerOfTwo
 from .space import InvalidConfig, Parameter, Space
 
-__all__ = ["HELION_FIELDS", "UnknownHelionField", "helion_space", "helion_space_for",
-           "parse_config_text"]
+__all__ = ["HELION_FIELDS", "UnknownHelionField", "field_element", "helion_space",
+           "helion_space_for", "parse_config_text"]
 
 
 class UnknownHelionField(UserWarning):
@@ -69,6 +69,13 @@ _OPTIONAL = frozenset({"flatten_loops", "num_sm_multiplier", "matrix_instr_nonkd
 
 HELION_FIELDS: tuple[str, ...] = tuple(_SCHEMA)
 """Every Helion config field tunegate knows, in Helion's order."""
+
+
+def field_element(name: str) -> tuple[Any, tuple[str, ...]]:
+    """A known field's element domain (None where any value goes) and the features it carries:
+    what a policy check needs to tell a comparison that can hold from one that cannot."""
+    _, element, features = _SCHEMA[name]
+    return element, features
 
 
 def helion_space(
@@ -183,7 +190,19 @@ def _parse_call_text(text: str) -> dict[str, Any]:
     for kw in call.keywords:
         if kw.arg is None:
             raise InvalidConfig("`**` is not allowed in a config")
+        if kw.arg in out:
+            raise InvalidConfig(f"parameter {kw.arg!r} is given twice in the config text")
         out[kw.arg] = _literal(kw.value, source)
+    return out
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members; a key written twice is an error, not the last one winning."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InvalidConfig(f"parameter {key!r} is given twice in the config text")
+        out[key] = value
     return out
 
 
@@ -191,7 +210,7 @@ def parse_config_text(text: str) -> dict[str, Any]:
     """Parameter values from `helion.Config(...)`, `key=value, ...` or JSON text."""
     if text.lstrip().startswith("{"):
         try:
-            values = json.loads(text)
+            values = json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as e:
             raise InvalidConfig(f"invalid JSON config at line {e.lineno}, column {e.colno}: "
                                 f"{e.msg}") from None
