@@ -288,7 +288,7 @@ TASK = Task(name="scale", kernel=scale,
 
 
 @pytest.mark.interpreter
-def test_an_in_place_kernel_without_outputs_casts_no_vote_against_its_baseline(tmp_path):
+def test_an_in_place_kernel_without_outputs_keeps_its_right_baseline(tmp_path):
     from tunegate.kernelfile import load_module
 
     path = tmp_path / "inplace_mod.py"

@@ -7,7 +7,8 @@ Unwritten output elements must fail, so outputs are filled with a poison before 
 (floats) or a sentinel (integers, bools), or a second, different poison (the largest finite float,
 another sentinel). An element that holds poison A after a launch poisoned with A and poison B
 after one poisoned with B was not written (`follows_poison`), whatever its right value is: one
-poison alone cannot see a skipped element whose right value is the poison. Arguments are restored before every run, and every tensor argument
+poison alone cannot see a skipped element whose right value is the poison. Arguments are
+restored before every run, and every tensor argument
 is compared afterwards, so a kernel that corrupts an input it should only read fails too.
 
 Against a baseline config (no reference) floats may be compared `row_scaled`: the relative

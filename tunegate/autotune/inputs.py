@@ -33,14 +33,17 @@ class CallerData:
     integer and bool tensors (indices, sizes, masks) are kept. A multiplicative perturbation is
     used, not redrawn or permuted values, because saved activations (a reciprocal std, a
     log-sum-exp, a recurrent state) are only valid near what the program computed: signs and
-    zeros, infinities and NaNs are kept exactly, each value's scale is kept, and each element stays paired with the
-    elements of other tensors it was computed with (a permutation would give row i the std of
-    another row). NOISE is 2 ulp of bfloat16, so even bf16 values differ between draws.
+    zeros, infinities and NaNs are kept exactly, each value's scale is kept, and each element
+    stays paired with the elements of other tensors it was computed with (a permutation would
+    give row i the std of another row). NOISE is 2 ulp of bfloat16, so even bf16 values differ
+    between draws.
 
     One host copy is kept per distinct storage and dtype (views of one storage share it, and
-    keep their aliasing in each draw); every draw copies it to the device, a host round trip that a large
-    tensor pays in memory and time.
+    keep their aliasing in each draw); every draw copies it to the device, a host round trip
+    that a large tensor pays in memory and time.
     """
+
+    callers_data = True  # the Runner accepts all-zero tensors from it: a program's own data
 
     def __init__(self, args: Args, *, seed: int) -> None:
         self.seed = seed

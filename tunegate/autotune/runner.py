@@ -122,6 +122,8 @@ class Runner:
     def _make(self, draw: int) -> Args:
         make = self._inputs or self.task.make_inputs
         args = make(self.seed + draw, self.device)
+        if getattr(make, "callers_data", False):
+            return args  # a program's own data may hold zeros (a zero state, a bias)
         # Zeroed, restored, written or scratch arguments may be all zeros: not read as data.
         exempt = {*self.task.outputs, *self.task.reset_to_zero, *self.task.restore_value,
                   *self.task.scratch}
@@ -278,9 +280,10 @@ class Runner:
         return gid
 
     def _outputs(self, args: Args, expected: Expected) -> dict[str, torch.Tensor]:
-        """Copies of the compared outputs of a launch (unwritten elements as expected)."""
+        """Copies of every compared tensor of a launch (unwritten elements as expected): the
+        outputs and what the kernel writes in place, so an in-place kernel votes too."""
         return {n: t.clone() for n, t in expected.compared(args).items()
-                if n in self.task.outputs and n not in self.not_compared}
+                if n not in self.not_compared}
 
     # -- operations ------------------------------------------------------------------------
     def warm(self, config: Config) -> None:

@@ -665,8 +665,8 @@ class Tuner:
     def _check_baseline_support(self, start: float) -> None:
         """Without a reference: stop if a larger group of configs agree among themselves and
         disagree with the baseline than agree with it."""
-        if self.task.reference is not None or not self.task.outputs:
-            return  # no outputs to compare: every vote "agrees", so there is no vote at all
+        if self.task.reference is not None:
+            return
         votes = Counter(t.vote for t in self.trials if t.vote is not None)
         if not votes:
             return
@@ -674,16 +674,18 @@ class Tuner:
         baseline = baseline_config(self.task.space, self.region.binding).values
         support = sum(1 for t in self.trials if t.status == "ok" and t.config != baseline)
         # A larger agreeing group outvotes the baseline; with no other config agreeing with
-        # the baseline, even one dissenter leaves its output unsupported.
-        if size > support and (size >= 2 or support == 0):
+        # the baseline, a lone dissenter leaves its output unsupported, but dissenters that
+        # disagree among themselves too outvote nothing.
+        lone = sum(votes.values()) == 1 and support == 0
+        if size > support and (size >= 2 or lone):
             members = [Config(values=t.config).text() for t in self.trials if t.vote == group]
             agree = "configs agree among themselves and disagree" if size >= 2 else \
                 "config disagrees"
             raise TuneError(
                 f"the baseline config looks wrong: {size} {agree} with "
                 f"{self._compared_with}, and only {support} other agree with it "
-                f"(e.g. {members[0]}); give the task a reference function",
-                self._result(start))
+                f"(e.g. {members[0]}); give the task a reference function (`reference=` of "
+                "the drop-in autotune, or a Task's `reference`)", self._result(start))
 
     def _winner(self) -> tuple[Config | None, float | None]:
         """The fastest timed config that passes the stress check; failures are quarantined."""
