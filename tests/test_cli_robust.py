@@ -108,10 +108,10 @@ def test_a_damaged_store_is_reported_with_what_to_do(capsys, tmp_path):
 
 def _filled_store(path):
     store = Store(path)
-    for name, status in (("alpha", "wrong"), ("alpha", "ok"), ("beta", "wrong")):
+    for name, b, status in (("alpha", 2, "wrong"), ("alpha", 1, "ok"), ("beta", 1, "wrong")):
         key = TrialKey(run="r", task=f"t-{name}", kernel=f"k-{name}", kernel_name=name,
                        problem="n=8", env="e", policy="x")
-        store.record(key, Config(values={"B": 1}), status,
+        store.record(key, Config(values={"B": b}), status,
                      reason=Reason(kind="accuracy", summary="s") if status == "wrong" else None,
                      time_ms=1.0 if status == "ok" else None)
     key = TrialKey(run="r", task="t-alpha", kernel="k-alpha", kernel_name="alpha",

@@ -282,9 +282,22 @@ class Store:
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         db.row_factory = sqlite3.Row
-        db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+        self._wal(db)
         return db
+
+    def _wal(self, db: sqlite3.Connection) -> None:
+        """Switch to WAL, retrying while another process creates the same new store: SQLite
+        answers that switch with "locked" at once, without waiting on its busy timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e).lower() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _connect_for_reading(self) -> sqlite3.Connection:
         """A connection for reading; a store we may not write (the file or its folder) is
