@@ -136,3 +136,13 @@ def test_a_damaged_reason_still_quarantines_its_config(
     _damage(path, "UPDATE trials SET config='{broken' WHERE config LIKE '%64%'")
     assert set(store.quarantined("t", "n=8", "e")) == {config}
     assert len(_warnings(caplog)) == 2
+
+
+def test_store_list_skips_a_best_of_no_showable_time(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    Store(path).save_best(_key(), Config(values={"BLOCK": 32}), 3.0, "gpu")
+    _damage(path, "UPDATE best SET created=67768036191676796")
+    result = subprocess.run([sys.executable, "-m", "tunegate", "store", "list", "--store",
+                             str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "damaged best row 1: created is 6.7768" in result.stderr

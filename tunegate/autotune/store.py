@@ -159,11 +159,12 @@ class Best:
         """The best a row holds; `_Damaged` if a value is not what tunegate writes there."""
         for col in ("policy", "task", "problem", "env", "kernel_name"):
             _typed(row, col, str, nullable=False)
+        _when(_typed(row, "created", (int, float), nullable=False))  # a time a clock can show
         return cls(_config(row["config"]), row["policy"], _typed(row, "time_ms", (int, float)),
                    _typed(row, "timing", str), bool(_typed(row, "partial", int)),
                    _typed(row, "measured", int), _typed(row, "budget", int), row["task"],
                    row["problem"], row["env"], row["kernel_name"],
-                   _typed(row, "created", (int, float), nullable=False))
+                   row["created"])
 
 
 class _Damaged(ValueError):
