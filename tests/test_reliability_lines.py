@@ -146,3 +146,38 @@ def test_store_list_skips_a_best_of_no_showable_time(tmp_path: Path) -> None:
                              str(path)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "damaged best row 1: created is 6.7768" in result.stderr
+
+
+@pytest.mark.interpreter
+def test_a_tuning_does_not_reuse_a_damaged_best_and_tunes_again(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from tests.test_store_results import tuner
+
+    path = tmp_path / "s.sqlite"
+    store = Store(path)
+    first = tuner(store).run()
+    assert tuner(store).run().reused
+    _damage(path, "UPDATE best SET config='{not json', time_ms='fast'")
+    again = tuner(store).run()
+    assert not again.reused and again.best is not None
+    assert any("damaged best row" in w and str(path) in w for w in _warnings(caplog))
+    assert store.best(first.task_fingerprint, first.problem, first.env) is not None
+
+
+def test_explain_of_a_trial_with_an_unknown_status_is_one_clear_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from tests.conftest import KERNELS
+    from tests.kernels.pipelined_copy import TASK
+    from tunegate.cli import main
+
+    path = tmp_path / "s.sqlite"
+    key = TrialKey(run="r", task=TASK.fingerprint(), kernel=TASK.kernel_hash(),
+                   kernel_name=TASK.name, problem="p", env="e", policy="x")
+    row = Store(path).record(key, Config(values={"BLOCK": 64, "STAGES": 2}), "ok", time_ms=1.0)
+    _damage(path, "UPDATE trials SET status='maybe'")
+    code = main(["policy", "explain", "BLOCK=64, STAGES=2", "--kernel",
+                 f"{KERNELS / 'pipelined_copy.py'}:TASK", "--store", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    error, = [line for line in err.splitlines() if line.startswith("tunegate: error:")]
+    assert str(path) in error and f"damaged trials row {row}: status is 'maybe'" in error
