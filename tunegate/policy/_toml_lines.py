@@ -1,8 +1,9 @@
 """Where things were written in a TOML text: a lenient scanner for blame, not a parser.
 
 `tomllib` gives values without positions. `scan` walks the text once, skipping strings and
-comments, and records the line of every table header and key by its path
-(`("rule", 0, "when", "triton")`), so a problem found in the parsed data can name its true line
+comments, and records the line of every table header, key, array item and inline-table key by
+its path (`("rule", 0, "when", "triton")`, `("rule", 0, "features", 1)`), so a problem found in
+the parsed data can name its true line, even inside a multi-line array or an inline `rule = [...]`
 (a `[[rule]]` inside a multi-line string is not a header). It also finds what would make
 `tomllib` itself fail badly: nesting deeper than a limit (brackets, or parts of a dotted key)
 and numbers too long to convert. It
