@@ -11,11 +11,16 @@ writes and never corrupt the file; a writer that waits longer than `timeout` get
 `StoreError`, after `on_wait` was told about each wait. The best for a key is the fastest
 correct config across runs: `save_best` compares with the stored one in its own write
 transaction. Nothing is pickled: configs and evidence are JSON.
+A row damaged by hand (config or reason not JSON, an unknown status, a number stored as text)
+never crashes a reader: listing, reuse and warm-start hints skip it with one logged warning
+naming the store and row; a quarantine row keeps its config quarantined whatever its reason
+holds; the history `policy explain` asks for is a StoreError naming the row.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sqlite3
 import stat
@@ -24,6 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+from pydantic import ValidationError
 
 from ..reasons import Reason
 from ..space.space import Config
@@ -94,6 +101,13 @@ _FROM_2 = (
 )
 _DAY = 86400.0
 _TABLES = ("trials", "best")
+# The statuses a trial is stored with: the evaluator's, and the worker's baseline_error.
+_STATUSES = frozenset({"ok", "wrong", "error", "compile_error", "timeout", "crashed",
+                       "baseline_error"})
+_BEST = "SELECT rowid AS row_id, * FROM best"
+_log = logging.getLogger(__name__)
+_DAMAGED_REASON = Reason(kind="accuracy", summary="failed an accuracy check (its stored reason "
+                         "is damaged)")
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
@@ -142,9 +156,53 @@ class Best:
 
     @classmethod
     def _from_row(cls, row: sqlite3.Row) -> "Best":
-        return cls(Config.from_json(row["config"]), row["policy"], row["time_ms"], row["timing"],
-                   bool(row["partial"]), row["measured"], row["budget"], row["task"],
-                   row["problem"], row["env"], row["kernel_name"], row["created"])
+        """The best a row holds; `_Damaged` if a value is not what tunegate writes there."""
+        for col in ("policy", "task", "problem", "env", "kernel_name"):
+            _typed(row, col, str, nullable=False)
+        _when(_typed(row, "created", (int, float), nullable=False))  # a time a clock can show
+        return cls(_config(row["config"]), row["policy"], _typed(row, "time_ms", (int, float)),
+                   _typed(row, "timing", str), bool(_typed(row, "partial", int)),
+                   _typed(row, "measured", int), _typed(row, "budget", int), row["task"],
+                   row["problem"], row["env"], row["kernel_name"],
+                   row["created"])
+
+
+class _Damaged(ValueError):
+    """A stored value that is not what tunegate writes there (hand-edited or damaged)."""
+
+
+def _typed(row: sqlite3.Row, col: str, kind: type | tuple[type, ...],
+           nullable: bool = True) -> Any:
+    """`row[col]`, checked to be a `kind` (or NULL where allowed): a stored number may be text."""
+    value = row[col]
+    if (value is None and nullable) or (isinstance(value, kind) and type(value) is not bool):
+        return value
+    raise _Damaged(f"{col} is {value!r}")
+
+
+def _config(text: Any) -> Config:
+    """The config a row's JSON holds."""
+    try:
+        return Config.from_json(text)
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        raise _Damaged(f"config is not a JSON object of values: {str(text)[:60]!r}") from None
+
+
+def _reason(text: Any) -> Reason | None:
+    """The reason a row's JSON holds, if any."""
+    if text is None:
+        return None
+    try:
+        return Reason.model_validate_json(text)
+    except (ValidationError, ValueError, TypeError, RecursionError):
+        raise _Damaged(f"reason is not a stored Reason: {str(text)[:60]!r}") from None
+
+
+def _status(value: Any) -> str:
+    """A row's status, one of the words tunegate stores."""
+    if value not in _STATUSES:
+        raise _Damaged(f"status is {value!r}")
+    return value
 
 
 # A best row whose config failed an accuracy check under the same key.
@@ -417,21 +475,50 @@ class Store:
                        (status, time_ms, checked_draws, checked_launches,
                         reason.model_dump_json() if reason else None, row))
 
+    def _skip(self, table: str, row: Any, e: _Damaged) -> None:
+        """Warn once about a damaged row that a reader leaves out (it never crashes a read)."""
+        _log.warning("tunegate: warning: store %s: skipping damaged %s row %s: %s",
+                     self.path, table, row, e)
+
+    def _best_or_skip(self, row: sqlite3.Row | None) -> Best | None:
+        """The best a row holds; None, with a warning, if the row is damaged."""
+        if row is None:
+            return None
+        try:
+            return Best._from_row(row)
+        except _Damaged as e:
+            self._skip("best", row["row_id"], e)
+            return None
+
     def quarantined(self, task: str, problem: str, env: str) -> dict[Config, Reason]:
-        """Configs that failed an accuracy check for this task, problem and environment."""
+        """Configs that failed an accuracy check for this task, problem and environment. Fail
+        closed: a row whose reason is damaged still quarantines its config (with a stand-in
+        reason); one whose config cannot be read is skipped with a warning."""
         with self._read() as db:
-            rows = db.execute("SELECT config, reason FROM trials WHERE task=? AND problem=? "
+            rows = db.execute("SELECT id, config, reason FROM trials WHERE task=? AND problem=? "
                               "AND env=? AND status='wrong'", (task, problem, env)).fetchall()
-            return {Config.from_json(r["config"]): Reason.model_validate_json(r["reason"])
-                    for r in rows}
+        out: dict[Config, Reason] = {}
+        for r in rows:
+            try:
+                config = _config(r["config"])
+            except _Damaged as e:
+                self._skip("trials", r["id"], e)
+                continue
+            try:
+                out[config] = _reason(r["reason"]) or _DAMAGED_REASON
+            except _Damaged as e:
+                self._skip("trials", r["id"], e)
+                out[config] = _DAMAGED_REASON
+        return out
 
     def best(self, task: str, problem: str, env: str) -> Best | None:
         """The stored best of the key, unless its config is quarantined as wrong there (a
-        quarantined config is never reused, whatever a best row says)."""
+        quarantined config is never reused, whatever a best row says). A damaged best row is
+        skipped with a warning: the tuning searches as if none were stored."""
         with self._read() as db:
-            row = db.execute(f"SELECT * FROM best WHERE task=? AND problem=? AND env=? "
+            row = db.execute(f"{_BEST} WHERE task=? AND problem=? AND env=? "
                              f"AND NOT {_QUARANTINED}", (task, problem, env)).fetchone()
-            return None if row is None else Best._from_row(row)
+        return self._best_or_skip(row)
 
     def has_best(self, task: str, env: str) -> bool:
         """Whether a complete, unquarantined best of this task is stored for this environment
@@ -445,11 +532,18 @@ class Store:
         """(problem, config, fastest correct ms) of this kernel at every other problem size in
         this environment: what earlier runs say about which configs tend to win."""
         with self._read() as db:
-            rows = db.execute("SELECT problem, config, MIN(time_ms) AS ms FROM trials "
-                              "WHERE kernel=? AND env=? AND problem!=? AND status='ok' AND "
-                              "time_ms IS NOT NULL GROUP BY problem, config",
+            rows = db.execute("SELECT MIN(id) AS id, problem, config, MIN(time_ms) AS ms "
+                              "FROM trials WHERE kernel=? AND env=? AND problem!=? AND "
+                              "status='ok' AND time_ms IS NOT NULL GROUP BY problem, config",
                               (kernel, env, problem)).fetchall()
-        return [(r["problem"], Config.from_json(r["config"]), r["ms"]) for r in rows]
+        out = []
+        for r in rows:  # a damaged row is skipped with a warning: this is only a hint
+            try:
+                out.append((_typed(r, "problem", str, nullable=False), _config(r["config"]),
+                            _typed(r, "ms", (int, float), nullable=False)))
+            except _Damaged as e:
+                self._skip("trials", r["id"], e)
+        return out
 
     def save_best(self, key: TrialKey, config: Config, time_ms: float | None,
                   timing: str | None, *, partial: bool = False, measured: int | None = None,
@@ -465,21 +559,21 @@ class Store:
             db.execute(f"DELETE FROM best WHERE task=? AND problem=? AND env=? "
                        f"AND {_QUARANTINED}", args)
             if _is_quarantined(db, key, config):
-                row = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
+                row = db.execute(f"{_BEST} WHERE task=? AND problem=? AND env=?",
                                  args).fetchone()
-                return None if row is None else Best._from_row(row)
-            old = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
-                             args).fetchone()
-            if old is not None and not _faster(time_ms, old["time_ms"]) and \
-                    Config.from_json(old["config"]) != config:
-                if old["partial"] and not partial:
+                return self._best_or_skip(row)
+            # a damaged stored best is replaced, as if none were stored
+            old = self._best_or_skip(db.execute(f"{_BEST} WHERE task=? AND problem=? AND env=?",
+                                                args).fetchone())
+            if old is not None and not _faster(time_ms, old.time_ms) and old.config != config:
+                if old.partial and not partial:
                     db.execute("UPDATE best SET partial=0, measured=NULL, budget=NULL WHERE "
                                "task=? AND problem=? AND env=?",
                                (key.task, key.problem, key.env))
             else:
-                keep_partial = partial and (old is None or bool(old["partial"]))
-                if old is not None and not _faster(time_ms, old["time_ms"]):
-                    time_ms = old["time_ms"]  # the same config: keep its best time
+                keep_partial = partial and (old is None or old.partial)
+                if old is not None and not _faster(time_ms, old.time_ms):
+                    time_ms = old.time_ms  # the same config: keep its best time
                 db.execute("INSERT OR REPLACE INTO best (task, kernel, kernel_name, problem, "
                            "env, policy, config, time_ms, timing, created, partial, measured, "
                            "budget) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -487,16 +581,17 @@ class Store:
                             key.policy, config.key(), time_ms, timing, time.time(),
                             int(keep_partial), measured if keep_partial else None,
                             budget if keep_partial else None))
-            row = db.execute("SELECT * FROM best WHERE task=? AND problem=? AND env=?",
+            row = db.execute(f"{_BEST} WHERE task=? AND problem=? AND env=?",
                              (key.task, key.problem, key.env)).fetchone()
-            return Best._from_row(row)
+            return self._best_or_skip(row)
 
     def bests(self, kernel_name: str | None = None) -> list[Best]:
-        """Every stored best (of one kernel, by name), newest first."""
+        """Every stored best (of one kernel, by name), newest first; a damaged row is skipped
+        with a warning, so that `store list` shows the rest."""
         with self._read() as db:
-            rows = db.execute("SELECT * FROM best WHERE ? IS NULL OR kernel_name=? "
+            rows = db.execute(f"{_BEST} WHERE ? IS NULL OR kernel_name=? "
                               "ORDER BY created DESC", (kernel_name, kernel_name)).fetchall()
-            return [Best._from_row(r) for r in rows]
+        return [b for b in map(self._best_or_skip, rows) if b is not None]
 
     def kernel_names(self) -> list[str]:
         """The names of the kernels with stored trials or bests."""
@@ -536,40 +631,58 @@ class Store:
     def history(self, kernel: str, config: Config, task: str | None = None
                 ) -> list[dict[str, Any]]:
         """Every recorded trial of `config` for `kernel`, newest first, with its rank by time;
-        `current` says whether it was made with the task fingerprint `task`."""
+        `current` says whether it was made with the task fingerprint `task`. A damaged row is a
+        StoreError naming it (with what to do), not a gap: `policy explain --store` is asked
+        about this very config, and leaving out one of its trials would change the answer."""
         with self._read() as db:
             rows = db.execute("SELECT * FROM trials WHERE kernel=? AND config=? "
                               "ORDER BY created DESC", (kernel, config.key())).fetchall()
             out = []
             for r in rows:
-                entry: dict[str, Any] = {
-                    "when": time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])),
-                    "run": r["run"], "problem": r["problem"], "status": r["status"],
-                    "time_ms": r["time_ms"], "timing": r["timing"],
-                    "current": task is not None and r["task"] == task,
-                    "checked_draws": r["checked_draws"],
-                    "checked_launches": r["checked_launches"],
-                }
-                reason = Reason.model_validate_json(r["reason"]) if r["reason"] else None
-                if r["status"] == "ok" and r["time_ms"] is not None:
-                    rank, of = db.execute(
-                        "SELECT SUM(time_ms < ?) + 1, COUNT(*) FROM trials WHERE run=? AND "
-                        "status='ok' AND problem=? AND time_ms IS NOT NULL",
-                        (r["time_ms"], r["run"], r["problem"])).fetchone()
-                    entry["rank"], entry["of"] = rank, of
-                    entry["summary"] = (f"measured {r['time_ms']:.4g} ms ({r['timing']}), "
-                                        f"rank {rank} of {of}")
-                else:
-                    entry["summary"] = f"{r['status']}: " + (reason.summary if reason else "")
-                if reason is not None:
-                    entry["evidence"] = reason.evidence
-                    entry["reason"] = reason.model_dump(mode="json")
-                out.append(entry)
+                try:
+                    out.append(_history_entry(db, r, task))
+                except _Damaged as e:
+                    raise _Damaged(f"damaged trials row {r['id']}: {e}") from None
         return out
 
     def integrity(self) -> str:
         with self._read() as db:
             return db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def _when(created: float) -> str:
+    """A stored time as a person reads it; `_Damaged` if it is no time a clock can show."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(created))
+    except (OverflowError, OSError, ValueError):
+        raise _Damaged(f"created is {created!r}") from None
+
+
+def _history_entry(db: sqlite3.Connection, r: sqlite3.Row, task: str | None) -> dict[str, Any]:
+    """One trial row as `history` shows it; `_Damaged` if a value is not what tunegate writes."""
+    status, time_ms = _status(r["status"]), _typed(r, "time_ms", (int, float))
+    entry: dict[str, Any] = {
+        "when": _when(_typed(r, "created", (int, float), nullable=False)),
+        "run": _typed(r, "run", str, nullable=False), "problem": r["problem"],
+        "status": status, "time_ms": time_ms, "timing": _typed(r, "timing", str),
+        "current": task is not None and r["task"] == task,
+        "checked_draws": _typed(r, "checked_draws", int, nullable=False),
+        "checked_launches": _typed(r, "checked_launches", int, nullable=False),
+    }
+    reason = _reason(r["reason"]) if r["reason"] else None
+    if status == "ok" and time_ms is not None:
+        rank, of = db.execute(
+            "SELECT SUM(time_ms < ?) + 1, COUNT(*) FROM trials WHERE run=? AND "
+            "status='ok' AND problem=? AND time_ms IS NOT NULL",
+            (time_ms, r["run"], r["problem"])).fetchone()
+        entry["rank"], entry["of"] = rank, of
+        entry["summary"] = f"measured {time_ms:.4g} ms ({entry['timing']}), rank {rank} of {of}"
+    else:
+        entry["summary"] = f"{status}: " + (reason.summary if reason else "")
+    if reason is not None:
+        entry["evidence"] = reason.evidence
+        entry["reason"] = reason.model_dump(mode="json")
+    return entry
 
 
 def open_store(path: str | os.PathLike[str] | None = None,

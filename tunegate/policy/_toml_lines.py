@@ -1,8 +1,9 @@
 """Where things were written in a TOML text: a lenient scanner for blame, not a parser.
 
 `tomllib` gives values without positions. `scan` walks the text once, skipping strings and
-comments, and records the line of every table header and key by its path
-(`("rule", 0, "when", "triton")`), so a problem found in the parsed data can name its true line
+comments, and records the line of every table header, key, array item and inline-table key by
+its path (`("rule", 0, "when", "triton")`, `("rule", 0, "features", 1)`), so a problem found in
+the parsed data can name its true line, even inside a multi-line array or an inline `rule = [...]`
 (a `[[rule]]` inside a multi-line string is not a header). It also finds what would make
 `tomllib` itself fail badly: nesting deeper than a limit (brackets, or parts of a dotted key)
 and numbers too long to convert. It
@@ -60,6 +61,14 @@ def _unescape(raw: str) -> str:
             return chr(value) if value <= 0x10FFFF else m.group()
         return _SIMPLE_ESCAPES.get(code, m.group())
     return _ESCAPE.sub(one, raw)
+
+
+@dataclass
+class _Frame:
+    """An open array (`index` counts its items) or inline table (`index` is None)."""
+
+    path: Path
+    index: int | None
 
 
 class _Scanner:
@@ -162,7 +171,7 @@ class _Scanner:
         self.i += 1
         for n in range(1, len(parts) + 1):
             self.layout.lines.setdefault(self.table + tuple(parts[:n]), line)
-        self.value()
+        self.value(self.table + tuple(parts))
 
     def string(self) -> None:
         """Skip one string of any of TOML's four kinds, starting at its first quote."""
@@ -173,15 +182,18 @@ class _Scanner:
                 return
         self.i = len(self.text)  # an unterminated multi-line string runs to the end
 
-    def value(self) -> None:
-        """Skip a value, tracking bracket depth, up to the end of its (last) line. At a limit
-        the whole scan stops: the loader then reports only that. A dotted key inside an inline
-        table counts its dots since the last `=`, `,` or bracket against the same limit."""
-        depth = dots = 0
+    def value(self, path: Path) -> None:
+        """Skip a value up to the end of its (last) line, recording the line of every array item
+        (`path + (index,)`) and inline-table key inside it, so a bad item is blamed on its own
+        line. At a limit the whole scan stops: the loader then reports only that. A dotted key
+        counts its parts against the same limit, as does a run of dots in a value."""
+        frames: list[_Frame] = []  # the open arrays and inline tables, innermost last
+        self.item(path, frames)
+        dots = 0
         while self.i < len(self.text):
             self.i = _PLAIN.match(self.text, self.i).end()  # type: ignore[union-attr]
             c = self.peek()
-            if not c or (c == "\n" and depth <= 0):
+            if not c or (c == "\n" and not frames):
                 return
             if c in ('"', "'"):
                 self.string()
@@ -194,6 +206,8 @@ class _Scanner:
                     self.i = len(self.text)
                     return
                 self.i += 1
+                if c == "," and frames:
+                    self.next_item(frames)
             elif c in "0123456789":
                 end = _NUMBER.match(self.text, self.i).end()  # type: ignore[union-attr]
                 if end - self.i > _LONGEST_NUMBER:
@@ -201,14 +215,60 @@ class _Scanner:
                     self.i = len(self.text)
                     return
                 self.i = end
-            else:
-                depth += 1 if c in "[{" else -1 if c in "]}" else 0
+            elif c in "[{":  # where no value may start: still counted against the limit
                 dots = 0
-                if depth > self.max_depth:
-                    self.layout.too_deep = self.line(self.i)
-                    self.i = len(self.text)
-                    return
+                self.open(frames[-1].path if frames else path, frames)
+            else:
+                dots = 0
                 self.i += 1
+                if c in "]}" and frames:
+                    frames.pop()
+
+    def item(self, path: Path, frames: list[_Frame]) -> None:
+        """At the start of a value written for `path`: record its line; open it if it is an
+        array or an inline table."""
+        self.skip_blank(newlines=bool(frames))
+        c = self.peek()
+        if not c or c in "]}\n":
+            return
+        self.layout.lines.setdefault(path, self.line(self.i))
+        if c in "[{":
+            self.open(path, frames)
+
+    def open(self, path: Path, frames: list[_Frame]) -> None:
+        """At a `[` or `{`: enter it (or stop the scan past the nesting limit)."""
+        if len(frames) >= self.max_depth:
+            self.layout.too_deep = self.line(self.i)
+            self.i = len(self.text)
+            return
+        array = self.peek() == "["
+        self.i += 1
+        frames.append(_Frame(path, 0 if array else None))
+        self.first(frames)
+
+    def first(self, frames: list[_Frame]) -> None:
+        """Just inside the innermost container (or past one of its commas): its next item."""
+        top = frames[-1]
+        if top.index is not None:
+            self.item(top.path + (top.index,), frames)
+            return
+        self.skip_blank(newlines=True)
+        line = self.line(self.i)
+        parts = self.key_path()
+        self.skip_blank(newlines=False)
+        if not parts or self.peek() != "=":
+            return
+        for n in range(1, len(parts) + 1):
+            self.layout.lines.setdefault(top.path + tuple(parts[:n]), line)
+        self.i += 1
+        self.item(top.path + tuple(parts), frames)
+
+    def next_item(self, frames: list[_Frame]) -> None:
+        """Past a comma in the innermost container: count the item, then record the next."""
+        top = frames[-1]
+        if top.index is not None:
+            top.index += 1
+        self.first(frames)
 
 
 def scan(text: str, max_depth: int = 32) -> Layout:

@@ -127,6 +127,24 @@ def _message(err: dict[str, Any]) -> str:
     return f"{loc}: {msg}" if loc else msg
 
 
+def _to_item(raw: dict[str, Any], loc: tuple[Any, ...], msg: str) -> tuple[Any, ...]:
+    """`loc` narrowed to the item of the array there that `msg` quotes, if any.
+
+    A validator of a whole array (`features`, `bugs`) names the bad item, not its index; the
+    problem should point at that item's own line."""
+    value: Any = raw
+    for part in loc:
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return loc
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, str) and repr(item) in msg:
+                return loc + (i,)
+    return loc
+
+
 class _FileLoader:
     """Validates one parsed file, collecting every problem with its line."""
 
@@ -172,7 +190,7 @@ class _FileLoader:
                 eloc = tuple(err["loc"])
                 if err["type"] == "missing" and eloc and eloc[0] in raw:
                     continue  # present with the wrong type: reported above
-                self.problem(loc + eloc, rule_id, _message(err))
+                self.problem(loc + _to_item(raw, eloc, err["msg"]), rule_id, _message(err))
             return None
         return None if mistakes else rule.model_copy(update={"source": source})
 
