@@ -1,0 +1,62 @@
+"""`tunegate run` behaves like `python`; a kernel file's exit, hang or unusable path and a bad
+TUNEGATE_DEVICES are reported in one line with the README's exit codes (issue 18)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import KERNELS
+
+COPY = f"{KERNELS / 'pipelined_copy.py'}:TASK"
+
+
+def tunegate(*argv: str, cwd: Path, env: dict[str, str] | None = None,
+             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m tunegate ARGV` in `cwd`, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "tunegate", *argv], capture_output=True,
+                          text=True, cwd=cwd, env={**os.environ, **(env or {})},
+                          timeout=timeout)
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The stderr of a run that must fail in one `tunegate: error:` line, no traceback."""
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("tunegate: error:")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+# -- item 1: `tunegate run` as `python` ------------------------------------------------------
+def test_run_prints_the_message_of_sys_exit_and_exits_1(tmp_path):
+    (tmp_path / "s.py").write_text("import sys\nsys.exit('the script gave up')\n")
+    done = tunegate("run", "s.py", cwd=tmp_path)
+    assert done.returncode == 1 and "the script gave up" in done.stderr
+
+
+def test_run_reports_the_scripts_own_error_as_python_does(tmp_path):
+    (tmp_path / "s.py").write_text("def f():\n    open('/no/such/input')\n\nf()\n")
+    done = tunegate("run", "s.py", cwd=tmp_path)
+    python = subprocess.run([sys.executable, "s.py"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert done.returncode == python.returncode == 1
+    assert done.stderr == python.stderr and "tunegate" not in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000")
+def test_run_of_an_unreadable_script_is_one_error_line(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('hi')\n")
+    script.chmod(0)
+    done = tunegate("run", "s.py", cwd=tmp_path)
+    assert done.returncode == 2 and "s.py" in one_error_line(done)
+
+
+def test_run_of_a_missing_script_is_one_error_line(tmp_path):
+    done = tunegate("run", "missing.py", cwd=tmp_path)
+    assert done.returncode == 2 and "missing.py: no such file" in one_error_line(done)
