@@ -60,3 +60,32 @@ def test_run_of_an_unreadable_script_is_one_error_line(tmp_path):
 def test_run_of_a_missing_script_is_one_error_line(tmp_path):
     done = tunegate("run", "missing.py", cwd=tmp_path)
     assert done.returncode == 2 and "missing.py: no such file" in one_error_line(done)
+
+
+# -- item 2: a kernel file that exits at import ----------------------------------------------
+def test_a_kernel_file_that_exits_at_import_is_an_error(tmp_path):
+    (tmp_path / "k.py").write_text("import sys\nsys.exit(0)\n")
+    done = tunegate("tune", "k.py", "--json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "the kernel file exited at import (sys.exit(0))" in one_error_line(done)
+    assert "sys.exit(0)" in json.loads(done.stdout)["error"]
+
+
+# -- item 3: a kernel file that hangs at import ----------------------------------------------
+def test_a_slow_import_is_said_on_stderr(tmp_path):
+    (tmp_path / "k.py").write_text("import time\ntime.sleep(11)\n")
+    done = tunegate("tune", "k.py:TASK", cwd=tmp_path)
+    assert "still importing" in done.stderr and "k.py after 10 s" in done.stderr
+    assert done.returncode == 2  # then: no object named TASK
+
+
+# -- item 4: unusable kernel paths and TUNEGATE_DEVICES --------------------------------------
+def test_a_symlink_loop_is_one_error_line(tmp_path):
+    (tmp_path / "loop.py").symlink_to("loop.py")
+    done = tunegate("tune", "loop.py:TASK", cwd=tmp_path)
+    assert done.returncode == 2 and "loop.py" in one_error_line(done)
+
+
+def test_an_over_long_kernel_path_is_one_error_line(tmp_path):
+    done = tunegate("tune", "a" * 5000 + ".py:TASK", cwd=tmp_path)
+    assert done.returncode == 2 and len(one_error_line(done)) < 400
