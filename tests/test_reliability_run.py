@@ -89,3 +89,11 @@ def test_a_symlink_loop_is_one_error_line(tmp_path):
 def test_an_over_long_kernel_path_is_one_error_line(tmp_path):
     done = tunegate("tune", "a" * 5000 + ".py:TASK", cwd=tmp_path)
     assert done.returncode == 2 and len(one_error_line(done)) < 400
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1e3"])
+def test_a_bad_devices_variable_is_one_error_line_naming_it(tmp_path, value):
+    done = tunegate("tune", COPY, "--budget", "1", cwd=tmp_path,
+                    env={"TUNEGATE_DEVICES": value})
+    line = one_error_line(done)
+    assert done.returncode == 2 and "TUNEGATE_DEVICES" in line and repr(value) in line
