@@ -97,3 +97,11 @@ def test_a_bad_devices_variable_is_one_error_line_naming_it(tmp_path, value):
                     env={"TUNEGATE_DEVICES": value})
     line = one_error_line(done)
     assert done.returncode == 2 and "TUNEGATE_DEVICES" in line and repr(value) in line
+
+
+# -- item 5: a time budget too small to measure anything -------------------------------------
+def test_a_spent_time_budget_is_blamed_not_the_policy(tmp_path):
+    done = tunegate("tune", COPY, "--seconds", "1e-300", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "the time budget (--seconds 1e-300) ran out before any config" in done.stderr
+    assert "excluded" not in done.stderr
