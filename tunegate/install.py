@@ -90,8 +90,8 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
 
     from .autotune.backend import interpret_without_gpu
 
-    if not module and not os.path.isfile(target):
-        raise KernelFileError(f"{target}: no such file")
+    if not module:
+        _check_readable(target)
     if module and not _module_exists(target):
         raise KernelFileError(f"{target}: no such module (on sys.path: the current folder, "
                               "$PYTHONPATH and installed packages)")
@@ -105,13 +105,50 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
             sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
-            runpy.run_path(target, run_name="__main__")
+            runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as e:
-        code = e.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        return _exit_status(e)
+    except Exception as e:  # the program's own failure: as `python` reports it, not as ours
+        _print_program_traceback(e)
+        return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     return 0
+
+
+def _check_readable(script: str) -> None:
+    """A missing or unreadable script is bad input (one error line), before anything runs."""
+    try:
+        with open(script, "rb"):
+            pass
+    except FileNotFoundError:
+        raise KernelFileError(f"{script}: no such file") from None
+    except IsADirectoryError:
+        raise KernelFileError(f"{script}: is a folder, not a script") from None
+    except OSError as e:
+        raise KernelFileError(f"{script}: cannot read it ({e.strerror or e})") from None
+
+
+def _exit_status(e: SystemExit) -> int:
+    """The status `python` exits with for `sys.exit(code)`; a message is printed on stderr
+    and gives 1, as `python` does."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code
+    print(e.code, file=sys.stderr, flush=True)
+    return 1
+
+
+def _print_program_traceback(e: BaseException) -> None:
+    """The traceback `python` would print: tunegate's and runpy's frames left out."""
+    import traceback
+
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") in ("runpy", __name__):
+        tb = tb.tb_next
+    traceback.print_exception(type(e), e, tb, file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _module_exists(name: str) -> bool:

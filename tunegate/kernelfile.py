@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,16 +20,48 @@ from .errors import TunegateError
 
 __all__ = ["KernelFileError", "import_reference", "load_module", "resolve", "unwrap"]
 
+IMPORT_WARN_SECONDS = 10.0  # after this long importing a kernel file, say so on stderr
+
 
 class KernelFileError(ValueError, TunegateError):
     """The file cannot be imported, or has no object of that name."""
 
 
+def _existing_file(path: str | Path) -> Path:
+    """The resolved path of an existing file; a missing file, a symlink loop or an over-long
+    path is bad input (one error line), not a traceback."""
+    try:
+        resolved = Path(path).resolve(strict=True)
+        if resolved.is_file():
+            return resolved
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop before Python 3.13
+        reason = getattr(e, "strerror", None) or str(e)
+        raise KernelFileError(f"{_short(str(path))}: cannot open it ({reason})") from None
+    raise KernelFileError(f"{_short(str(path))}: no such file")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """`text`, cut to `limit` characters so that an over-long path keeps the error one line."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _exec_watched(spec: Any, module: ModuleType, path: Path) -> None:
+    """Run the module's code; say on stderr when it takes long (a hang at import would
+    otherwise look like tunegate hanging). The import is never cut short."""
+    timer = threading.Timer(IMPORT_WARN_SECONDS, lambda: print(
+        f"tunegate: warning: still importing {path} after {IMPORT_WARN_SECONDS:g} s",
+        file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        timer.cancel()
+
+
 def load_module(path: str | Path) -> ModuleType:
     """Import a Python file by path, once per process (keyed by its resolved path)."""
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise KernelFileError(f"{path}: no such file")
+    path = _existing_file(path)
     name = "tunegate_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
@@ -40,11 +73,23 @@ def load_module(path: str | Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        _exec_watched(spec, module, path)
+    except SystemExit as e:  # the file's own sys.exit would otherwise end tunegate silently
+        del sys.modules[name]
+        raise KernelFileError(f"{path}: the kernel file exited at import "
+                              f"(sys.exit({e.code!r}))") from None
     except Exception as e:  # the user's file failed: report it, naming the file
         del sys.modules[name]
         raise KernelFileError(f"{path}: importing it raised {type(e).__name__}: {e}") from e
     return module
+
+
+def _is_file(text: str) -> bool:
+    """Whether `text` names a file; an unusable path (a loop, too long) names none."""
+    try:
+        return Path(text).is_file()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _is_module_name(text: str) -> bool:
@@ -54,12 +99,15 @@ def _is_module_name(text: str) -> bool:
 
 def import_reference(target: str) -> ModuleType:
     """The module a reference's left side names: a file path, or a dotted module name."""
-    if _is_module_name(target) and not Path(target).is_file():
+    if _is_module_name(target) and not _is_file(target):
         try:
             return importlib.import_module(target)
         except ImportError as e:
             raise KernelFileError(f"{target}: no such file, and importing it as a module "
                                   f"failed: {e}") from e
+        except SystemExit as e:  # the module's own sys.exit would end tunegate silently
+            raise KernelFileError(f"{target}: the module exited at import "
+                                  f"(sys.exit({e.code!r}))") from None
         except Exception as e:  # the user's module failed: report it, naming the module
             raise KernelFileError(f"{target}: importing it raised {type(e).__name__}: {e}") \
                 from e

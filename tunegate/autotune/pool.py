@@ -12,6 +12,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Hashable
 
+from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
 from .worker import Reply, Setup, TaskRef, Worker, WorkerSetupError
@@ -53,11 +54,7 @@ def device_count(gpu: bool, requested: int | None = None) -> int:
     """How many run workers: `requested`, else TUNEGATE_DEVICES, else every visible GPU (one
     without a GPU). Under the interpreter N > 1 simulates N devices with N run workers."""
     if requested is None and os.environ.get("TUNEGATE_DEVICES"):
-        try:
-            requested = int(os.environ["TUNEGATE_DEVICES"])
-        except ValueError:
-            raise WorkerSetupError(f"TUNEGATE_DEVICES must be a whole number, got "
-                                   f"{os.environ['TUNEGATE_DEVICES']!r}") from None
+        requested = _devices_from_env(os.environ["TUNEGATE_DEVICES"])
     if requested is not None:
         if requested < 1:
             raise WorkerSetupError(f"the number of devices must be at least 1, got {requested}")
@@ -65,6 +62,21 @@ def device_count(gpu: bool, requested: int | None = None) -> int:
             return min(requested, max(1, len(visible_devices())))
         return requested
     return max(1, len(visible_devices())) if gpu else 1
+
+
+class DevicesError(ValueError, TunegateError):
+    """TUNEGATE_DEVICES is not a whole number of at least 1."""
+
+
+def _devices_from_env(text: str) -> int:
+    """TUNEGATE_DEVICES as a device count; bad input (exit 2) names the variable and value."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise DevicesError(f"TUNEGATE_DEVICES must be a whole number of at least 1, got {text!r}")
+    return count
 
 
 def cpu_cores(cap: int = 32) -> int:

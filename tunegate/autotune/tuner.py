@@ -716,6 +716,12 @@ class Tuner:
         return None, None
 
     def _no_winner_message(self) -> str:
+        """Why no config won: the clock, the policy, or the configs measured."""
+        candidates = (any(map(self.region.contains, self.task.configs))
+                      if self.task.configs is not None else self.region.upper_bound() > 0)
+        if not self.trials and self.budget.seconds is not None and candidates:
+            return (f"the time budget (--seconds {self.budget.seconds:g}) ran out before any "
+                    f"config of {self.task.name} was measured")
         if not self.trials:
             rules = ", ".join(f"{r} removes {n}" for r, n in self._removals().items() if n)
             return (f"every candidate config of {self.task.name} is excluded here "

@@ -1,0 +1,107 @@
+"""`tunegate run` behaves like `python`; a kernel file's exit, hang or unusable path and a bad
+TUNEGATE_DEVICES are reported in one line with the README's exit codes (issue 18)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import KERNELS
+
+COPY = f"{KERNELS / 'pipelined_copy.py'}:TASK"
+
+
+def tunegate(*argv: str, cwd: Path, env: dict[str, str] | None = None,
+             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m tunegate ARGV` in `cwd`, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "tunegate", *argv], capture_output=True,
+                          text=True, cwd=cwd, env={**os.environ, **(env or {})},
+                          timeout=timeout)
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The stderr of a run that must fail in one `tunegate: error:` line, no traceback."""
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("tunegate: error:")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+# -- item 1: `tunegate run` as `python` ------------------------------------------------------
+def test_run_prints_the_message_of_sys_exit_and_exits_1(tmp_path):
+    (tmp_path / "s.py").write_text("import sys\nsys.exit('the script gave up')\n")
+    done = tunegate("run", "s.py", cwd=tmp_path)
+    assert done.returncode == 1 and "the script gave up" in done.stderr
+
+
+def test_run_reports_the_scripts_own_error_as_python_does(tmp_path):
+    (tmp_path / "s.py").write_text("def f():\n    open('/no/such/input')\n\nf()\n")
+    done = tunegate("run", "s.py", cwd=tmp_path)
+    python = subprocess.run([sys.executable, "s.py"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert done.returncode == python.returncode == 1
+    assert done.stderr == python.stderr and "tunegate" not in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000")
+def test_run_of_an_unreadable_script_is_one_error_line(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('hi')\n")
+    script.chmod(0)
+    done = tunegate("run", "s.py", cwd=tmp_path)
+    assert done.returncode == 2 and "s.py" in one_error_line(done)
+
+
+def test_run_of_a_missing_script_is_one_error_line(tmp_path):
+    done = tunegate("run", "missing.py", cwd=tmp_path)
+    assert done.returncode == 2 and "missing.py: no such file" in one_error_line(done)
+
+
+# -- item 2: a kernel file that exits at import ----------------------------------------------
+def test_a_kernel_file_that_exits_at_import_is_an_error(tmp_path):
+    (tmp_path / "k.py").write_text("import sys\nsys.exit(0)\n")
+    done = tunegate("tune", "k.py", "--json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "the kernel file exited at import (sys.exit(0))" in one_error_line(done)
+    assert "sys.exit(0)" in json.loads(done.stdout)["error"]
+
+
+# -- item 3: a kernel file that hangs at import ----------------------------------------------
+def test_a_slow_import_is_said_on_stderr(tmp_path):
+    (tmp_path / "k.py").write_text("import time\ntime.sleep(11)\n")
+    done = tunegate("tune", "k.py:TASK", cwd=tmp_path)
+    assert "still importing" in done.stderr and "k.py after 10 s" in done.stderr
+    assert done.returncode == 2  # then: no object named TASK
+
+
+# -- item 4: unusable kernel paths and TUNEGATE_DEVICES --------------------------------------
+def test_a_symlink_loop_is_one_error_line(tmp_path):
+    (tmp_path / "loop.py").symlink_to("loop.py")
+    done = tunegate("tune", "loop.py:TASK", cwd=tmp_path)
+    assert done.returncode == 2 and "loop.py" in one_error_line(done)
+
+
+def test_an_over_long_kernel_path_is_one_error_line(tmp_path):
+    done = tunegate("tune", "a" * 5000 + ".py:TASK", cwd=tmp_path)
+    assert done.returncode == 2 and len(one_error_line(done)) < 400
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1e3"])
+def test_a_bad_devices_variable_is_one_error_line_naming_it(tmp_path, value):
+    done = tunegate("tune", COPY, "--budget", "1", cwd=tmp_path,
+                    env={"TUNEGATE_DEVICES": value})
+    line = one_error_line(done)
+    assert done.returncode == 2 and "TUNEGATE_DEVICES" in line and repr(value) in line
+
+
+# -- item 5: a time budget too small to measure anything -------------------------------------
+def test_a_spent_time_budget_is_blamed_not_the_policy(tmp_path):
+    done = tunegate("tune", COPY, "--seconds", "1e-300", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "the time budget (--seconds 1e-300) ran out before any config" in done.stderr
+    assert "excluded" not in done.stderr
