@@ -183,4 +183,7 @@ def _trials(path):
     import sqlite3
 
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT status FROM trials").fetchall()
+        try:
+            return db.execute("SELECT status FROM trials").fetchall()
+        except sqlite3.OperationalError:  # the store file exists, its tables not yet
+            return []
