@@ -54,39 +54,37 @@ class Predicate:
     def names(self) -> list[tuple[str, int]]:
         """Every name the predicate reads, with its offset in the text."""
         out: list[tuple[str, int]] = []
-
-        def walk(node: Any) -> None:
+        for node in self._nodes():
             if isinstance(node, Name):
                 out.append((node.name, node.pos))
             elif isinstance(node, Compare):
-                walk(node.left), walk(node.right)
-            elif isinstance(node, BoolOp):
-                for item in node.items:
-                    walk(item)
-            elif isinstance(node, Not):
-                walk(node.item)
-
-        walk(self._tree)
+                out += [(n.name, n.pos) for n in (node.left, node.right) if isinstance(n, Name)]
         return out
 
     def comparisons(self) -> list[tuple[str, str, Any, int]]:
         """Every comparison of a name with a literal: (name, operator, literal, name's offset)."""
         out: list[tuple[str, str, Any, int]] = []
-
-        def walk(node: Any) -> None:
+        for node in self._nodes():
             if isinstance(node, Compare):
                 sides = (node.left, node.right)
                 names = [n for n in sides if isinstance(n, Name)]
                 values = [v for v in sides if isinstance(v, Literal)]
                 if len(names) == 1 and len(values) == 1:
                     out.append((names[0].name, node.op, values[0].value, names[0].pos))
-            elif isinstance(node, BoolOp):
-                for item in node.items:
-                    walk(item)
-            elif isinstance(node, Not):
-                walk(node.item)
+        return out
 
-        walk(self._tree)
+    def _nodes(self) -> list[Any]:
+        """The comparisons and bare names of the tree, through `and`, `or` and `not`."""
+        out: list[Any] = []
+        todo = [self._tree]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, BoolOp):
+                todo.extend(reversed(node.items))
+            elif isinstance(node, Not):
+                todo.append(node.item)
+            else:
+                out.append(node)
         return out
 
     def is_any_decomposable(self) -> bool:
