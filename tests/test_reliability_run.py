@@ -105,3 +105,32 @@ def test_a_spent_time_budget_is_blamed_not_the_policy(tmp_path):
     assert done.returncode == 1
     assert "the time budget (--seconds 1e-300) ran out before any config" in done.stderr
     assert "excluded" not in done.stderr
+
+
+# -- a task whose make_inputs or reference misbehaves ----------------------------------------
+BAD_TASK = '''
+import sys
+sys.path.insert(0, {root!r})
+from tests.kernels.pipelined_copy import TASK
+from tunegate import interpret_without_gpu
+
+interpret_without_gpu()
+RAISES = TASK.model_copy(update={{"make_inputs": lambda seed, device: 1 / 0}})
+NOT_A_DICT = TASK.model_copy(update={{"make_inputs": lambda seed, device: [1, 2]}})
+REFERENCE_TEXT = TASK.model_copy(update={{"reference": lambda x_ptr, y_ptr, n: "done"}})
+'''
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("name, said", [("RAISES", "make_inputs raised ZeroDivisionError"),
+                                        ("NOT_A_DICT", "make_inputs returned list"),
+                                        ("REFERENCE_TEXT", "the reference returned str")])
+def test_a_misbehaving_input_maker_or_reference_is_one_error_line(tmp_path, name, said):
+    root = str(Path(__file__).resolve().parents[1])
+    (tmp_path / "bad.py").write_text(BAD_TASK.format(root=root))
+    done = tunegate("tune", f"bad.py:{name}", "--store", str(tmp_path / "s.sqlite"),
+                    cwd=tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    said_lines = [line for line in done.stderr.splitlines() if said in line]
+    assert done.returncode == 1 and len(said_lines) == 1, done.stderr
+    assert said_lines[0].startswith("tunegate: tuning failed: cannot check chunked_copy")

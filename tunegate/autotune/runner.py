@@ -121,7 +121,14 @@ class Runner:
     # -- inputs and expectations -----------------------------------------------------------
     def _make(self, draw: int) -> Args:
         make = self._inputs or self.task.make_inputs
-        args = make(self.seed + draw, self.device)
+        try:
+            args = make(self.seed + draw, self.device)
+        except Exception as e:
+            raise BaselineError(f"make_inputs raised {type(e).__name__} on draw {draw}: "
+                                f"{str(e)[:300]}") from e
+        if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
+            raise BaselineError(f"make_inputs returned {type(args).__name__}, not a dict of "
+                                "argument names to values")
         if getattr(make, "callers_data", False):
             return args  # a program's own data may hold zeros (a zero state, a bias)
         # Zeroed, restored, written or scratch arguments may be all zeros: not read as data.
@@ -217,7 +224,13 @@ class Runner:
                 raise BaselineError(f"the reference returned {len(returned)} tensors for "
                                     f"{len(self.task.outputs)} outputs {self.task.outputs}")
             returned = dict(zip(self.task.outputs, returned))
+        if returned is not None and not isinstance(returned, dict):
+            raise BaselineError(f"the reference returned {type(returned).__name__}: return a "
+                                "tensor, a tuple in `outputs` order, a dict, or None")
         for name, value in (returned or {}).items():
+            if not isinstance(value, torch.Tensor):
+                raise BaselineError(f"the reference's {name!r} is {type(value).__name__}, not "
+                                    "a tensor")
             if name not in expected:
                 raise BaselineError(f"the reference returned {name!r}, which is not a tensor "
                                     "argument")
