@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -421,11 +422,29 @@ def _task_ref(reference: str, found: Any) -> Any:
                    module=spec.name if by_name else None)
 
 
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job scheduler's stop) interrupts tuning as Ctrl-C does, so what was measured
+    and the best so far (as partial) are stored and reported, not lost."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     """Tune; with --json the result (or the error) is printed on every exit, and nothing the
     kernel file or its workers print reaches stdout."""
     try:
-        with _user_output_to_stderr():
+        with _user_output_to_stderr(), _sigterm_as_interrupt():
             code, text = _tune(args)
     except (Exception, KeyboardInterrupt) as e:
         if args.json:
