@@ -268,9 +268,11 @@ class Runner:
 
     def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
         """The first compared tensor that differs from its expected state, or None."""
-        for name, got in expected.compared(args).items():
-            if name in self.not_compared:  # found so on a later draw
-                continue
+        return self._first_mismatch(self._compared(args, expected), expected)
+
+    def _first_mismatch(self, compared: dict[str, torch.Tensor], expected: Expected
+                        ) -> Mismatch | None:
+        for name, got in compared.items():
             bad = self._compare(name, got, expected.tensors[name])
             if bad is not None:
                 return bad
@@ -281,7 +283,7 @@ class Runner:
         joins, so that the tuner can see a baseline that the other configs outvote."""
         if self.task.reference is not None:
             return None
-        outputs = self._outputs(args, self.draw(0)[1])
+        outputs = {n: t.clone() for n, t in self._compared(args, self.draw(0)[1]).items()}
         for gid, kept in self._groups:
             if all(self._compare(n, outputs[n], kept[n]) is None
                    for n in outputs):
@@ -292,11 +294,11 @@ class Runner:
         self._groups.append((gid, outputs))
         return gid
 
-    def _outputs(self, args: Args, expected: Expected) -> dict[str, torch.Tensor]:
-        """Copies of every compared tensor of a launch (unwritten elements as expected): the
-        outputs and what the kernel writes in place, so an in-place kernel votes too."""
-        return {n: t.clone() for n, t in expected.compared(args).items()
-                if n not in self.not_compared}
+    def _compared(self, args: Args, expected: Expected) -> dict[str, torch.Tensor]:
+        """Every compared tensor of a launch (unwritten elements as expected; views of `args`
+        where nothing is masked): the outputs and what the kernel writes in place, so an
+        in-place kernel votes too; not those found unspecified on a later draw."""
+        return {n: t for n, t in expected.compared(args).items() if n not in self.not_compared}
 
     # -- operations ------------------------------------------------------------------------
     def warm(self, config: Config) -> None:
@@ -342,15 +344,15 @@ class Runner:
             args = self._launch(pristine, config, into=work,
                                 second=bool(launches // len(draws) % 2))
             launches += 1
-            bad = self.mismatch(args, expected)
+            outputs = self._compared(args, expected)
+            bad = self._first_mismatch(outputs, expected)
             if bad is not None:
                 wrong += 1
                 if first_bad is None:
                     first_bad, first_bad_draw = bad, d
-            outputs = self._outputs(args, expected)
             first = firsts[d]
             if first is None:
-                firsts[d] = outputs
+                firsts[d] = {n: t.clone() for n, t in outputs.items()}
             elif not all(same_bits(t, first[n]) for n, t in outputs.items()):
                 differing += 1
         return StressReport(launches=launches, draws=len(draws), wrong=wrong,
