@@ -8,8 +8,8 @@ Unwritten output elements must fail, so outputs are filled with a poison before 
 another sentinel). An element that holds poison A after a launch poisoned with A and poison B
 after one poisoned with B was not written (`follows_poison`), whatever its right value is: one
 poison alone cannot see a skipped element whose right value is the poison. Arguments are
-restored before every run, and every tensor argument
-is compared afterwards, so a kernel that corrupts an input it should only read fails too.
+restored before every run, and every tensor argument is compared afterwards, so a kernel that
+corrupts an input it should only read fails too.
 
 Against a baseline config (no reference) floats may be compared `row_scaled`: the relative
 tolerance applies to the larger of |expected| and the largest finite |expected| in the same row
