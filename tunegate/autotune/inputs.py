@@ -43,8 +43,6 @@ class CallerData:
     that a large tensor pays in memory and time.
     """
 
-    callers_data = True  # the Runner accepts all-zero tensors from it: a program's own data
-
     def __init__(self, args: Args, *, seed: int) -> None:
         self.seed = seed
         self.storages: list[torch.Tensor] = []
