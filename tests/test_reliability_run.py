@@ -48,15 +48,6 @@ def test_run_reports_the_scripts_own_error_as_python_does(tmp_path):
     assert done.stderr == python.stderr and "tunegate" not in done.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000")
-def test_run_of_an_unreadable_script_is_one_error_line(tmp_path):
-    script = tmp_path / "s.py"
-    script.write_text("print('hi')\n")
-    script.chmod(0)
-    done = tunegate("run", "s.py", cwd=tmp_path)
-    assert done.returncode == 2 and "s.py" in one_error_line(done)
-
-
 def test_run_of_a_missing_script_is_one_error_line(tmp_path):
     done = tunegate("run", "missing.py", cwd=tmp_path)
     assert done.returncode == 2 and "missing.py: no such file" in one_error_line(done)

@@ -21,8 +21,7 @@ from typing import Any, Callable, Iterator, Sequence, NoReturn
 from . import _render
 from .kernelfile import resolve, unwrap
 from .policy import (Environment, KernelTraits, LayerReport, Policy, PolicyError, Problem,
-                     detect_environment,
-                     detect_traits)
+                     TraitError, detect_environment, detect_traits)
 from .space import Config, Space, helion_space, helion_space_for
 from .space.helion import parse_config_text
 from .errors import TunegateError
@@ -164,7 +163,7 @@ def _kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
         _, obj = resolve(reference, Task)
     obj = getattr(obj, "task", obj)  # a function decorated with tunegate's legacy decorator
     if isinstance(obj, Task):
-        return detect_traits(obj.kernel), obj
+        return _traits(reference, obj.kernel), obj
     configs = next((k.configs for k in _links(obj) if hasattr(k, "configs")), None)
     kernel = unwrap(obj)
     if not hasattr(kernel, "fn") and not callable(kernel):
@@ -173,8 +172,16 @@ def _kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
     if configs:  # a triton.autotune'd kernel: its config list is the space
         task = Task(name=kernel.__name__, kernel=kernel, configs=list(configs), grid=(1,),
                     make_inputs=_no_inputs, outputs=())
-        return detect_traits(kernel), task
-    return detect_traits(kernel), None
+        return _traits(reference, kernel), task
+    return _traits(reference, kernel), None
+
+
+def _traits(reference: str, kernel: Any) -> KernelTraits:
+    """The kernel's traits; a kernel whose source cannot be read is bad input naming it."""
+    try:
+        return detect_traits(kernel)
+    except TraitError as e:
+        raise UsageError(f"{reference}: {e}") from None
 
 
 def _links(obj: Any) -> list[Any]:

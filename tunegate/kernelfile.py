@@ -78,9 +78,12 @@ def load_module(path: str | Path) -> ModuleType:
         del sys.modules[name]
         raise KernelFileError(f"{path}: the kernel file exited at import "
                               f"(sys.exit({e.code!r}))") from None
-    except Exception as e:  # the user's file failed: report it, naming the file
+    except KeyboardInterrupt:
         del sys.modules[name]
-        raise KernelFileError(f"{path}: importing it raised {type(e).__name__}: {e}") from e
+        raise
+    except BaseException as e:  # the user's file failed (any exception): report it, naming it
+        del sys.modules[name]
+        raise KernelFileError(f"{path}: importing it raised {type(e).__name__}: {e}") from None
     return module
 
 
@@ -108,9 +111,11 @@ def import_reference(target: str) -> ModuleType:
         except SystemExit as e:  # the module's own sys.exit would end tunegate silently
             raise KernelFileError(f"{target}: the module exited at import "
                                   f"(sys.exit({e.code!r}))") from None
-        except Exception as e:  # the user's module failed: report it, naming the module
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # the user's module failed: report it, naming the module
             raise KernelFileError(f"{target}: importing it raised {type(e).__name__}: {e}") \
-                from e
+                from None
     return load_module(target)
 
 
@@ -133,10 +138,10 @@ def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tupl
         raise KernelFileError(f"{reference}: say which object, as FILE:NAME")
     found = {k: v for k, v in vars(module).items() if isinstance(v, want)}
     if len(found) != 1:
+        kinds = " or ".join(t.__name__ for t in (want if isinstance(want, tuple) else (want,)))
         raise KernelFileError(
-            f"{file}: {'several' if found else 'no'} candidates"
-            + (f" ({', '.join(found)}); say which, as FILE:NAME" if found else "")
-        )
+            f"{file}: {'several' if found else 'no'} {kinds} objects in it"
+            + (f" ({', '.join(found)})" if found else "") + "; say which, as FILE:NAME")
     return path, next(iter(found.values()))
 
 

@@ -1,0 +1,91 @@
+"""A Ctrl-C at any moment of start-up ends `tunegate tune` as interrupted (exit 130), never as
+a policy verdict or a traceback; `tunegate run` of an unreadable script is one error line, for
+root too (issue 18).
+
+The Ctrl-C is sent as a terminal sends it: SIGINT to the whole process group, workers included.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import KERNELS
+
+_TASK_FILE = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {kernels!r})
+from pipelined_copy import TASK as COPY, make_inputs
+
+MARK = Path({mark!r})
+if {at_import!r}:
+    MARK.write_text("import")
+    time.sleep(60)
+
+
+def slow_inputs(seed, device):
+    MARK.write_text("inputs")  # the worker is building its inputs: start-up is under way
+    time.sleep(60)
+    return make_inputs(seed, device)
+
+
+TASK = COPY.model_copy(update={{"make_inputs": slow_inputs}})
+"""
+
+
+def _ctrl_c_when_marked(tmp_path: Path, at_import: bool) -> subprocess.CompletedProcess[str]:
+    mark = tmp_path / "mark"
+    (tmp_path / "k.py").write_text(_TASK_FILE.format(kernels=str(KERNELS), mark=str(mark),
+                                                     at_import=at_import))
+    proc = subprocess.Popen([sys.executable, "-m", "tunegate", "tune", "k.py:TASK",
+                             "--store", str(tmp_path / "s.sqlite")], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("at_import", [True, False], ids=["importing", "building-inputs"])
+def test_ctrl_c_during_start_up_is_an_interrupt(tmp_path, at_import):
+    done = _ctrl_c_when_marked(tmp_path, at_import)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr and "exclud" not in done.stderr, done.stderr
+    assert done.stderr.strip().endswith("tunegate: interrupted"), done.stderr
+
+
+_NO_READ_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+                     "--inh-caps=-dac_override,-dac_read_search"]
+"""Run a command as root without the capabilities that let root read a file of mode 000."""
+
+
+def test_run_of_a_script_nobody_may_read_is_one_error_line(tmp_path):
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("root reads a file of mode 000, and setpriv is not here to stop it")
+        prefix = _NO_READ_OVERRIDE
+    script = tmp_path / "s.py"
+    script.write_text("print('hi')\n")
+    script.chmod(0)
+    done = subprocess.run([*prefix, sys.executable, "-m", "tunegate", "run", "s.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("tunegate: error:")]
+    assert done.returncode == 2 and len(errors) == 1 and "s.py" in errors[0], done.stderr
