@@ -5,14 +5,18 @@
 #   liger/test/...       test files of Liger-Kernel, with test/utils.py and test/conftest.py
 #   fla/pytest.ini, liger/pytest.ini   containing "[pytest]" (each its own rootdir)
 #   whl/                 fla-core and liger-kernel wheels; ../.whl/ holds pydantic and its needs
-# PER_FILE cases of each test file run (default 2); results in $OUT/peer.tgz.
+# PER_FILE cases of each test file run (default 2); DIRS picks the libraries (default "fla liger");
+# LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150").
+# Results in $OUT/peer.tgz.
 set -u
 OUT=${OUT:-/tmp/peer-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ../.whl/*.whl whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$(cd .. && pwd) PYTHONUNBUFFERED=1 TUNEGATE_STORE=/tmp/peer-store.sqlite
 PER_FILE=${PER_FILE:-2}
+DIRS=${DIRS:-fla liger}
+read -r STOCK_S FIRST_S SECOND_S <<< "${LIMITS:-200 300 150}"
 : > ids.txt
-for d in fla liger; do
+for d in $DIRS; do
   (cd $d && timeout 60 python3 -m pytest --co -q -p no:cacheprovider $(ls tests/*/test_*.py tests/*/*/test_*.py test/transformers/test_*.py 2>/dev/null) 2>&1 | grep '::' > ../ids_$d.all)
   # the first PER_FILE cases of each file
   awk -F'::' -v n=$PER_FILE '{c[$1]++} c[$1]<=n' ids_$d.all > ids_$d.txt
@@ -24,10 +28,10 @@ run() { # name dir timeout command...
   (cd $dir && timeout $limit "$@" $(cat ../ids_$dir.txt) -q -p no:cacheprovider -W ignore > "$OUT/$name-$dir.log" 2>&1); local rc=$?
   echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") $(tail -1 "$OUT/$name-$dir.log")" | tee -a "$OUT/summary.txt"
 }
-for d in fla liger; do
-  run stock $d 80 python3 -m pytest
-  run tunegate1 $d 130 python3 -m tunegate run -m pytest
-  run tunegate2 $d 50 python3 -m tunegate run -m pytest
+for d in $DIRS; do
+  run stock $d $STOCK_S python3 -m pytest
+  run tunegate1 $d $FIRST_S python3 -m tunegate run -m pytest
+  run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest
 done
 grep -h -i "rejected config\|dropped config\|tunegate:" "$OUT"/tunegate1-*.log | sort | uniq -c | sort -rn | head -40 > "$OUT/tunegate_lines.txt"
 cp ids_*.txt "$OUT/" ; cd "$OUT" && tar czf peer.tgz *.log *.txt
