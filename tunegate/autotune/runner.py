@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..space.space import Config
 from .check import Mismatch, compare, follows_poison, poison, same_bits
+from .messages import CheckResult, TimeResult
 from .stress import StressCheck, StressReport
 from .task import Args, Task, split_config
 from ..errors import TunegateError
@@ -306,20 +307,21 @@ class Runner:
         """Launch once, so that loading the compiled kernel is not counted as checking it."""
         self._launch(self.inputs(0), config)
 
-    def check(self, config: Config, draws: int, first: int = 0
-              ) -> tuple[Mismatch | None, int, str | None]:
+    def check(self, config: Config, draws: int, first: int = 0) -> CheckResult:
         """The first mismatch over `draws` input draws from `first`, on which draw, and (on
         draw 0 without a reference) the vote of the wrong output. The first draw is launched
         twice, poisoned differently, so that an element left unwritten fails whatever its
         right value (it holds the second poison if the first happened to be right)."""
+        start = time.perf_counter()
         for i in range(first, first + draws):
             pristine, expected = self.draw(i) if i < FRESH_DRAWS else self._fresh_draw(i)
             for second in (False, True) if i == first else (False,):
                 args = self._launch(pristine, config, second=second)
                 bad = self.mismatch(args, expected)
                 if bad is not None:
-                    return bad, i, self.vote(args) if i == 0 else None
-        return None, first + draws, None
+                    return CheckResult(bad, i, self.vote(args) if i == 0 else None,
+                                       time.perf_counter() - start)
+        return CheckResult(None, first + draws, None, time.perf_counter() - start)
 
     def stress(self, config: Config, settings: StressCheck) -> StressReport:
         """Many launches over fresh draws, each restored, poisoned (each draw's rounds alternate
@@ -358,15 +360,14 @@ class Runner:
                 differing += 1
         return StressReport(launches=launches, draws=len(draws), wrong=wrong,
                             differing=differing, deterministic=self.deterministic,
-                            first_mismatch=first_bad.model_dump() if first_bad else None,
+                            first_mismatch=first_bad,
                             first_wrong_draw=first_bad_draw,
                             seconds=time.perf_counter() - start,
                             not_compared=dict(self.not_compared))
 
-    def time(self, config: Config, draw: int = 0, full: bool = True
-             ) -> tuple[float, Mismatch | None, str | None, float]:
+    def time(self, config: Config, draw: int = 0, full: bool = True) -> TimeResult:
         """Median milliseconds per launch on one draw, and the check of the output the timing
-        launches left (free: no extra launch): (ms, mismatch, vote, seconds comparing).
+        launches left (free: no extra launch), with the seconds comparing took.
         Not `full`: a short measurement on a GPU (L2 still flushed), to pick contenders."""
         pristine, expected = self.draw(draw)
         args = self.prepare(pristine)
@@ -400,7 +401,7 @@ class Runner:
         start = time.perf_counter()
         bad = self.mismatch(args, expected)
         vote = self.vote(args) if bad is not None and draw == 0 else None
-        return ms, bad, vote, time.perf_counter() - start
+        return TimeResult(ms, bad, vote, time.perf_counter() - start)
 
     def compile(self, config: Config, target: Any = None) -> None:
         """Compile without running (GPU only, for this GPU: `target` is not used), so compile

@@ -18,9 +18,11 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator
 
 from ..errors import TunegateError
+from ..outcome import Outcome
+from .messages import Reply, Request
 
 __all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError"]
 
@@ -54,16 +56,6 @@ class TaskRef:
     call: Any = None
 
 
-@dataclass
-class Reply:
-    """What one request produced."""
-
-    status: Literal["ok", "error", "compile_error", "timeout", "crashed", "baseline_error"]
-    value: Any = None
-    error: str | None = None
-    seconds: float = 0.0
-
-
 _ENV_LOCK = threading.Lock()
 
 
@@ -83,13 +75,13 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                     os.environ[k] = v
 
 
-def _classify(e: BaseException) -> str:
+def _classify(e: BaseException) -> Outcome:
     text = f"{type(e).__name__}: {e}"
     if any(s in text for s in _STICKY):
-        return "crashed"
+        return Outcome.CRASHED
     if any(s in text for s in _COMPILE) or _rejected_by_the_language(e):
-        return "compile_error"
-    return "error"
+        return Outcome.COMPILE_ERROR
+    return Outcome.ERROR
 
 
 def _rejected_by_the_language(e: BaseException) -> bool:
@@ -124,6 +116,24 @@ class Setup:
     deterministic: bool
 
 
+@dataclass(frozen=True)
+class _Ready:
+    """A worker's answer to a setup that worked: what it loaded, and for which device."""
+
+    problem_key: str
+    kind: str
+    device_facts: tuple[str, int] | None  # see runner.device_facts
+
+
+@dataclass(frozen=True)
+class _NotReady:
+    """A worker's answer to a setup that failed; `baseline` when the reference or baseline
+    failed (nothing can be checked), else the task could not be loaded."""
+
+    error: str
+    baseline: bool = False
+
+
 def _die_with_parent() -> None:
     """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL)."""
     if not sys.platform.startswith("linux"):
@@ -136,7 +146,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
+def _ready(setup: Setup) -> tuple[Any, _Ready | _NotReady]:
     """The runner for `setup`, and the message that says whether it could be made."""
     from ..space.space import Config
     from .backend import COMPILE_ONLY
@@ -147,16 +157,15 @@ def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
             from .precompile import TaskCompiler
 
             compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs)
-            return compiler, ("ready", compiler.problem_key(), compiler.kind, None)
+            return compiler, _Ready(compiler.problem_key(), compiler.kind, None)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
         runner = Runner(_load(setup.ref), seed=setup.seed, baseline=baseline,
                         inputs=setup.ref.inputs, deterministic=setup.deterministic)
-        return runner, ("ready", runner.problem_key(), runner.kind, device_facts())
+        return runner, _Ready(runner.problem_key(), runner.kind, device_facts())
     except BaselineError as e:
-        return None, ("baseline_error", str(e))
+        return None, _NotReady(str(e), baseline=True)
     except Exception as e:
-        return None, ("setup_error",
-                      f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+        return None, _NotReady(f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
 def _free_memory() -> None:
@@ -177,7 +186,6 @@ def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> Non
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from ..space.space import Config
     from .runner import BaselineError
 
     runner, message = _ready(setup)
@@ -186,51 +194,29 @@ def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> Non
         return
     while True:
         try:
-            op, config_json, arg = conn.recv()
+            request = conn.recv()
         except EOFError:
             return  # the parent closed its end or died: nothing more will come
-        if op == "load":
+        if isinstance(request, Setup):  # a new task
             runner = None  # the old task's inputs are freed before the new one's are made
-            runner, message = _ready(arg)
+            runner, message = _ready(request)
             conn.send(message)
             if runner is None:
                 return
             continue
-        if op == "unload":  # kept idle: hold no inputs, outputs or cached GPU memory
+        if request is None:  # unload: kept idle, holding no inputs, outputs or GPU memory
             runner = None
             _free_memory()
             continue
-        config = Config.from_json(config_json)
         try:
-            value = _operate(runner, op, config, arg)
-            conn.send(("ok", value))
+            conn.send((Outcome.OK, request.run(runner)))
         except BaselineError as e:
-            conn.send(("baseline_error", str(e)))
+            conn.send((Outcome.BASELINE_ERROR, str(e)))
         except Exception as e:
-            kind = _classify(e)
-            conn.send((kind, f"{type(e).__name__}: {str(e).strip()[:2000]}"))
-            if kind == "crashed":
+            outcome = _classify(e)
+            conn.send((outcome, f"{type(e).__name__}: {str(e).strip()[:2000]}"))
+            if outcome is Outcome.CRASHED:
                 os._exit(3)  # the CUDA context is poisoned: never reuse it
-
-
-def _operate(runner: Any, op: str, config: Any, arg: Any) -> Any:
-    """One request: 'check' (draws, first draw), 'stress' (settings), 'time' or 'compile'.
-    Check times exclude the first launch, which loads the compiled kernel."""
-    if op == "compile":
-        return runner.compile(config, arg)
-    if op == "time":
-        ms, mismatch, vote, seconds = runner.time(config, full=arg != "short")
-        return ms, mismatch.model_dump() if mismatch else None, vote, seconds
-    runner.warm(config)
-    if op == "stress":
-        from .stress import StressCheck
-
-        return runner.stress(config, StressCheck.model_validate(arg)).model_dump()
-    draws, first = arg
-    start = time.perf_counter()
-    mismatch, draw, vote = runner.check(config, draws, first)
-    return (mismatch.model_dump() if mismatch else None, draw, vote,
-            time.perf_counter() - start)
 
 
 class Worker:
@@ -285,13 +271,13 @@ class Worker:
         """Load another task (from the same, unchanged file) into the live process; `wait`."""
         assert self._conn is not None and not self._pending
         self.setup = setup
-        self._conn.send(("load", None, setup))
+        self._conn.send(setup)
         self._pending = True
 
     def unload(self) -> None:
         """Have the idle process drop the task's inputs and expected outputs (no answer)."""
         assert self._conn is not None and not self._pending
-        self._conn.send(("unload", None, None))
+        self._conn.send(None)
 
     def wait(self) -> None:
         """Wait for the task to load; raises WorkerSetupError (BaselineFailed) if it did not,
@@ -315,13 +301,11 @@ class Worker:
             self.stop()
             raise WorkerSetupError("the worker died while loading the task:\n"
                                    + self.stderr_tail()) from None
-        if msg[0] == "baseline_error":
+        if isinstance(msg, _NotReady):
             self.stop()
-            raise BaselineFailed(msg[1])
-        if msg[0] != "ready":
-            self.stop()
-            raise WorkerSetupError(msg[1])
-        _, self.problem_key, self.kind, self.device_facts = msg
+            raise (BaselineFailed if msg.baseline else WorkerSetupError)(msg.error)
+        self.problem_key, self.kind, self.device_facts = msg.problem_key, msg.kind, \
+            msg.device_facts
 
     def start(self) -> None:
         self.launch()
@@ -334,18 +318,17 @@ class Worker:
         except OSError:
             return ""
 
-    def request(self, op: str, config_json: str, arg: Any = None,
-                timeout: float = 120.0) -> Reply:
+    def request(self, request: Request, timeout: float = 120.0) -> Reply:
         """Run one operation on one config; never raises for what the kernel does."""
         if not self.alive():
             self.start()
         self.wait()
         assert self._conn is not None
         start = time.perf_counter()
-        self._conn.send((op, config_json, arg))
+        self._conn.send(request)
         if not self._conn.poll(timeout):
             self.stop()
-            return Reply("timeout", error=f"no answer within {timeout:.0f} s (killed)",
+            return Reply(Outcome.TIMEOUT, error=f"no answer within {timeout:.0f} s (killed)",
                          seconds=time.perf_counter() - start)
         try:
             msg = self._conn.recv()
@@ -353,14 +336,15 @@ class Worker:
             code = self._proc.exitcode if self._proc else None
             self.stop()
             tail = self.stderr_tail()
-            return Reply("crashed", error=f"worker died (exit code {code})"
+            return Reply(Outcome.CRASHED, error=f"worker died (exit code {code})"
                          + (f":\n{tail}" if tail else ""), seconds=time.perf_counter() - start)
         elapsed = time.perf_counter() - start
-        if msg[0] == "ok":
-            return Reply("ok", value=msg[1], seconds=elapsed)
-        if msg[0] == "crashed":
+        outcome, value = msg
+        if outcome is Outcome.OK:
+            return Reply(outcome, value=value, seconds=elapsed)
+        if outcome is Outcome.CRASHED:
             self.stop()
-        return Reply(msg[0], error=msg[1], seconds=elapsed)
+        return Reply(outcome, error=value, seconds=elapsed)
 
     def stop(self) -> None:
         if self._proc is not None:
