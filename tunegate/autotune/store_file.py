@@ -171,9 +171,9 @@ class StoreFile:
                 for statement in _FROM_2:
                     db.execute(statement)
             elif version == 1:
-                columns = columns(db, "trials")
+                present = columns(db, "trials")
                 for statement in _FROM_1:
-                    if "ADD COLUMN" in statement and statement.split()[5] in columns:
+                    if "ADD COLUMN" in statement and statement.split()[5] in present:
                         continue
                     db.execute(statement)
             for statement in _SCHEMA.split(";"):
