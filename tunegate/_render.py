@@ -156,7 +156,7 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
             out.append("  no trials of this config are recorded for this kernel")
         for h in history:
             stale = "" if h.get("current", True) else "  (an earlier version of the task)"
-            if h["status"] == "ok" and h.get("checked_launches"):
+            if h["status"] == Outcome.OK and h.get("checked_launches"):
                 stale += (f"  checked: {h['checked_launches']} launches on "
                           f"{h['checked_draws']} draws")
             out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}{stale}")

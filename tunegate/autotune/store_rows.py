@@ -126,7 +126,7 @@ def history_entry(db: sqlite3.Connection, r: sqlite3.Row, task: str | None) -> d
         "checked_launches": typed(r, "checked_launches", int, nullable=False),
     }
     reason = reason_of(r["reason"]) if r["reason"] else None
-    if status == "ok" and time_ms is not None:
+    if status is Outcome.OK and time_ms is not None:
         rank, of = db.execute(
             "SELECT SUM(time_ms < ?) + 1, COUNT(*) FROM trials WHERE run=? AND "
             f"status='{Outcome.OK.value}' AND problem=? AND time_ms IS NOT NULL",
