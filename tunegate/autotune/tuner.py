@@ -65,9 +65,10 @@ class Tuner:
         self.env = env or detect_environment(probe_device=True)
         self.store = store or open_store()
         self.ledger = Ledger(self.store, progress or (lambda event: None))
-        # The store's keys of this task and environment, computed once per run.
+        # The store's keys of this task and environment, computed once.
         self.task_fingerprint = task.fingerprint()
         self.env_key = digest([self.env.fingerprint(), repr(codegen_environment())])
+        self.run_id = uuid.uuid4().hex[:12]
         self.reusable = not retune and self.store.has_best(self.task_fingerprint, self.env_key)
         self.sizing = Sizing(task, budget=budget.configs, timeout=timeout,
                              compile_workers=compile_workers, devices=devices)
@@ -85,6 +86,7 @@ class Tuner:
             if self._early_pool is not None:
                 self._early_pool.close()
             raise
+        self.policy_fingerprint = self.policy.fingerprint()
         self.baseline = None if task.reference is not None else baseline_config(
             task.space, self.region.binding)
         self.compared_with = "the reference function" if self.baseline is None else (
@@ -194,11 +196,15 @@ class Tuner:
                                      baseline=self.baseline, deterministic=self.deterministic)
 
     def _open(self, problem: str, timing: str) -> None:
-        """The run's store key, made once the problem is known."""
+        """The run's store key, made once the problem is known (by the re-check in this
+        process, or by the first run worker)."""
+        if self.ledger.key is not None and self.ledger.key.problem == problem:
+            self.ledger.open(self.ledger.key, timing)
+            return
         self.ledger.open(TrialKey(
-            run=uuid.uuid4().hex[:12], task=self.task_fingerprint,
-            kernel=self.task.kernel_hash(), kernel_name=self.task.name, problem=problem,
-            policy=self.policy.fingerprint(), env=self.env_key), timing)
+            run=self.run_id, task=self.task_fingerprint, kernel=self.task.kernel_hash(),
+            kernel_name=self.task.name, problem=problem, policy=self.policy_fingerprint,
+            env=self.env_key), timing)
 
     def _stored_best(self, recheck: Callable[[Config, int], Trial]) -> Best | None:
         return stored_best(self.ledger, self.region, recheck, retune=self.retune,
