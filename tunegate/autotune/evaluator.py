@@ -15,15 +15,13 @@ from pydantic import BaseModel
 from ..outcome import Outcome
 from ..reasons import Reason
 from ..space.space import Config
-from .messages import Check, CheckResult, Reply, Request, Stress, StressReport, Time, TimeResult
+from .messages import Check, CheckResult, Reply, Request, Stress, Time, TimeResult
 from .mismatch import Mismatch
-from .stress import StressCheck
+from .stress import StressCheck, StressReport
 from .worker import Worker
 from ..errors import TunegateError
 
-__all__ = ["CheckFailed", "Evaluator", "Status", "Trial", "failure_reason"]
-
-Status = Outcome  # a trial's status is its outcome (kept as a name for callers)
+__all__ = ["CheckFailed", "Evaluator", "Trial", "failure_reason"]
 
 
 class CheckFailed(RuntimeError, TunegateError):
