@@ -66,9 +66,9 @@ def _faster(new: float | None, old: float | None) -> bool:
 class Store(StoreFile):
     """A SQLite tuning store at `path` (created on first use)."""
 
-    def record(self, key: TrialKey, config: Config, status: Outcome | str, *, time_ms: float | None = None,
-               timing: str | None = None, checked_draws: int = 0, checked_launches: int = 0,
-               reason: Reason | None = None) -> int:
+    def record(self, key: TrialKey, config: Config, status: Outcome | str, *,
+               time_ms: float | None = None, timing: str | None = None, checked_draws: int = 0,
+               checked_launches: int = 0, reason: Reason | None = None) -> int:
         """Store one trial; returns its row id (for `update`)."""
         status = Outcome(status).value
         with self._write() as db:
