@@ -39,8 +39,9 @@ def test_skipping_an_element_whose_right_value_is_the_poison_fails(kernel, with_
                      else (lambda x_ptr, y_ptr, n: x_ptr < 0))
     runner = _runner(Task(**spec, reference=reference),
                      None if with_reference else {"BLOCK": 64, "SKIP": 0})
-    assert runner.check(Config(values={"BLOCK": 64, "SKIP": 0}), 1)[0] is None
-    bad, draw, _ = runner.check(Config(values={"BLOCK": 64, "SKIP": 1}), 1)
+    assert runner.check(Config(values={"BLOCK": 64, "SKIP": 0}), 1).mismatch is None
+    checked = runner.check(Config(values={"BLOCK": 64, "SKIP": 1}), 1)
+    bad, draw = checked.mismatch, checked.draw
     assert bad is not None and draw == 0 and bad.unwritten == 1
     assert bad.first_index == [jk.N - 1]
 
@@ -49,8 +50,8 @@ def test_an_output_the_baseline_never_writes_is_no_output_and_a_tail_is_not_comp
     runner = _runner(jk.SCALE, {"BLOCK": 64, "WRONG": 0})  # used to raise BaselineError
     assert "z_ptr" in runner.not_compared and "does not write" in runner.not_compared["z_ptr"]
     assert "y_ptr" not in runner.not_compared
-    assert runner.check(Config(values={"BLOCK": 32, "WRONG": 0}), 2)[0] is None
-    bad = runner.check(Config(values={"BLOCK": 32, "WRONG": 1}), 1)[0]
+    assert runner.check(Config(values={"BLOCK": 32, "WRONG": 0}), 2).mismatch is None
+    bad = runner.check(Config(values={"BLOCK": 32, "WRONG": 1}), 1).mismatch
     assert bad is not None and bad.argument == "y_ptr" and bad.mismatched == jk.N  # not N + 16
     report = runner.stress(Config(values={"BLOCK": 32, "WRONG": 0}),  # both poisons, per draw
                            StressCheck(min_launches=4, max_launches=4, draws=2))
@@ -61,8 +62,8 @@ def test_outputs_with_unspecified_contents_are_not_compared():
     runner = _runner(jk.ROW_MAX, {"WRONG": 0})
     assert "unspecified" in runner.not_compared["idx_ptr"]
     for _ in range(3):  # whichever tie the launch picks
-        assert runner.check(Config(values={"WRONG": 0}), 1)[0] is None
-    bad = runner.check(Config(values={"WRONG": 1}), 1)[0]
+        assert runner.check(Config(values={"WRONG": 0}), 1).mismatch is None
+    bad = runner.check(Config(values={"WRONG": 1}), 1).mismatch
     assert bad is not None and bad.argument == "val_ptr"
     report = runner.stress(Config(values={"WRONG": 0}),
                            StressCheck(min_launches=2, max_launches=2, draws=1))
@@ -81,9 +82,9 @@ def test_scratch_arguments_are_never_compared():
 @pytest.mark.parametrize("zeros", [True, False])
 def test_a_reset_to_zero_workspace_may_be_all_zero_and_the_reference_sees_it_zeroed(zeros):
     runner = _runner(jk.total_task(zeros))  # all zeros: used to raise "input is all zeros"
-    assert runner.check(Config(values={"BLOCK": 32, "TWICE": 0}), 2)[0] is None
-    assert runner.check(Config(values={"BLOCK": 64, "TWICE": 0}), 1)[0] is None
-    bad = runner.check(Config(values={"BLOCK": 32, "TWICE": 1}), 1)[0]
+    assert runner.check(Config(values={"BLOCK": 32, "TWICE": 0}), 2).mismatch is None
+    assert runner.check(Config(values={"BLOCK": 64, "TWICE": 0}), 1).mismatch is None
+    bad = runner.check(Config(values={"BLOCK": 32, "TWICE": 1}), 1).mismatch
     assert bad is not None and bad.argument == "ws_ptr"
 
 
@@ -113,8 +114,8 @@ def test_against_a_baseline_floats_are_compared_to_the_rows_magnitude():
     jk.ROUND_TRIP.run(args, Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 0}))
     elementwise = compare("y_ptr", args["y_ptr"], expected.tensors["y_ptr"])
     assert elementwise is not None  # the element near zero: condemned elementwise
-    assert runner.check(Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 0}), 2)[0] is None
-    bad = runner.check(Config(values={"BLOCK": 16, "VIA": 0, "WRONG": 1}), 1)[0]
+    assert runner.check(Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 0}), 2).mismatch is None
+    bad = runner.check(Config(values={"BLOCK": 16, "VIA": 0, "WRONG": 1}), 1).mismatch
     assert bad is not None and bad.row_scaled and "of the row's largest |expected|" in bad.summary()
 
 

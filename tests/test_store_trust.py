@@ -81,16 +81,16 @@ def test_task_fingerprint_covers_grid_reference_and_called_helpers(tmp_path):
 
 
 def test_stale_results_are_never_reused(tmp_path, monkeypatch):
-    import tunegate.autotune.tuner as tuner_module
+    from tunegate.autotune.reuse import Rechecked
 
-    monkeypatch.setattr(tuner_module, "_RECHECKED", set())
+    rechecked = Rechecked()
     store = Store(tmp_path / "s.sqlite")
-    first = run(write(tmp_path, "base"), store)
+    first = run(write(tmp_path, "base"), store, rechecked=rechecked)
     assert not first.reused and len(first.trials) == 2
     same = write(tmp_path, "same")
-    again = run(same, store)
+    again = run(same, store, rechecked=rechecked)
     assert again.reused and any("re-checked on a fresh draw" in n for n in again.notes)
-    third = run(same, store)  # once per process
+    third = run(same, store, rechecked=rechecked)  # once per record (by default the process's)
     assert third.reused and not any("re-checked" in n for n in third.notes)
     fixed = run(write(tmp_path, "helper", HELPER="x + x"), store)
     assert not fixed.reused and len(fixed.trials) == 2

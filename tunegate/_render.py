@@ -8,6 +8,7 @@ import textwrap
 import time
 from typing import Any, Sequence
 
+from .outcome import Outcome
 from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
@@ -72,10 +73,6 @@ def _wrap(text: str, indent: str = "      ") -> str:
     return textwrap.fill(text, width=96, initial_indent=indent, subsequent_indent=indent)
 
 
-_HEADLINES = {"wrong": "REJECTED", "timeout": "TIMED OUT", "compile_error": "FAILED",
-              "error": "FAILED", "crashed": "FAILED"}
-
-
 def tuning_outcome(history: list[dict[str, Any]] | None) -> dict[str, Any] | None:
     """The newest failure of the config under the current task, if its newest trial for some
     problem failed: what the headline reports instead of the policy verdict."""
@@ -83,11 +80,11 @@ def tuning_outcome(history: list[dict[str, Any]] | None) -> dict[str, Any] | Non
     for h in history or []:  # newest first
         if h.get("current"):
             newest.setdefault(h["problem"], h)
-    failed = [h for h in newest.values() if h["status"] in _HEADLINES]
+    failed = [h for h in newest.values() if Outcome(h["status"]).headline]
     if not failed:
         return None
     h = failed[0]
-    return {"headline": _HEADLINES[h["status"]], "status": h["status"],
+    return {"headline": Outcome(h["status"]).headline, "status": h["status"],
             "problem": h["problem"], "summary": h["summary"], "evidence": h.get("evidence")}
 
 
@@ -159,7 +156,7 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
             out.append("  no trials of this config are recorded for this kernel")
         for h in history:
             stale = "" if h.get("current", True) else "  (an earlier version of the task)"
-            if h["status"] == "ok" and h.get("checked_launches"):
+            if h["status"] == Outcome.OK and h.get("checked_launches"):
                 stale += (f"  checked: {h['checked_launches']} launches on "
                           f"{h['checked_draws']} draws")
             out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}{stale}")
@@ -209,7 +206,8 @@ def _best_checked(result: Any) -> str:
     if result.reused:
         return "stored earlier" + (", re-checked on a fresh draw"
                                    if any("re-checked" in n for n in result.notes) else "")
-    trial = next((t for t in result.trials if t.config == result.best and t.status == "ok"),
+    trial = next((t for t in result.trials
+                  if t.config == result.best and t.status == Outcome.OK),
                  None)
     return trial.checked() if trial is not None else "-"
 
@@ -229,9 +227,9 @@ def tuning_summary(result: Any, reference: str, store: str | None = None) -> str
         rows.append(("excluded by policy", "none"))
     for rule, n in hits.items():
         rows.append((f"excluded by {rule}", n))
-    rows += [("rejected by accuracy check", result.count("wrong")),
+    rows += [("rejected by accuracy check", result.count(Outcome.WRONG)),
              ("failed (compile/error/timeout/crash)",
-              sum(result.count(s) for s in ("compile_error", "error", "timeout", "crashed"))),
+              sum(result.count(s) for s in Outcome if s.failed)),
              ("best time", f"{result.best_time_ms:.4g} ms, {label}"
               if result.best_time_ms is not None else "-"),
              ("best config", _values(result.best or {})),
@@ -241,7 +239,7 @@ def tuning_summary(result: Any, reference: str, store: str | None = None) -> str
     if result.reused:
         rows.append(("reused", "stored best config, still allowed by the current policy"))
     out = [table(["", ""], rows)]
-    rejected = [t for t in result.trials if t.status != "ok"]
+    rejected = [t for t in result.trials if t.status != Outcome.OK]
     if rejected:
         out.append("\nRejected configs")
         for t in rejected[:10]:

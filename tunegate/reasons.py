@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .outcome import Outcome
 
 __all__ = ["Reason", "ReasonKind"]
 
-ReasonKind = Literal["rule", "accuracy", "compile", "timeout", "crash", "error"]
+ReasonKind = Literal["rule"] | Outcome
+"""A policy rule removed the config, or tuning did: then the trial's outcome."""
+
+# The words reasons were stored with before they shared the trial outcome's (read as these).
+_EARLIER_KINDS = {"accuracy": Outcome.WRONG, "compile": Outcome.COMPILE_ERROR,
+                  "crash": Outcome.CRASHED}
 
 
 class Reason(BaseModel):
@@ -26,6 +33,11 @@ class Reason(BaseModel):
     source: str | None = None
     bugs: tuple[str, ...] = ()
     evidence: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _earlier_kind(cls, kind: Any) -> Any:
+        return _EARLIER_KINDS.get(kind, kind) if isinstance(kind, str) else kind
 
     def line(self) -> str:
         """One line for a person: summary, rule and bugs."""

@@ -19,7 +19,10 @@ _EXPORTS = {
     "store": ("Store", "default_store_path", "open_store"),
     "strategies": ("STRATEGIES", "Strategy"),
     "task": ("Task", "kernel_hash", "space_from_triton_configs", "triton_config_values"),
-    "tuner": ("Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"),
+    "tuner": ("Tuner",),
+    "results": ("Budget", "TuneError", "TuneResult"),
+    "evaluator": ("Trial",),
+    "baseline": ("baseline_config",),
     "stress": ("StressCheck",),
     "worker": ("TaskRef",),
 }

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import torch
-from pydantic import BaseModel, ConfigDict
+
+from .mismatch import Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Mismatch", "compare", "follows_poison", "poison", "same_bits",
            "tolerance"]
@@ -38,41 +39,6 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 
 _FP8 = {getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
                                     "float8_e5m2fnuz") if hasattr(torch, n)}
-
-
-class Mismatch(BaseModel):
-    """Evidence that one argument came out wrong."""
-
-    model_config = ConfigDict(frozen=True)
-
-    argument: str
-    mismatched: int
-    total: int
-    unwritten: int  # elements still holding a poison (NaN, sentinel, largest float)
-    max_abs_error: float | None  # over the finite mismatches
-    max_rel_error: float | None
-    first_index: list[int]
-    got: str
-    expected: str
-    rtol: float
-    atol: float
-    dtype: str = ""
-    row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
-
-    def _tolerance(self) -> str:
-        if self.rtol == 0 and self.atol == 0:
-            return f"{self.dtype}, compared bit for bit"
-        of = " of the row's largest |expected|" if self.row_scaled else ""
-        return f"{self.dtype}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
-
-    def summary(self) -> str:
-        err = "" if self.max_abs_error is None else (
-            f", max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
-        if self.unwritten:
-            err += f", {self.unwritten} unwritten or NaN"
-        return (f"{self.argument}: {self.mismatched} of {self.total} elements wrong{err}; "
-                f"first at {tuple(self.first_index)}: got {self.got}, expected {self.expected} "
-                f"({self._tolerance()})")
 
 
 def _name(dtype: torch.dtype) -> str:

@@ -8,20 +8,20 @@ is returned.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
+from ..outcome import Outcome
 from ..reasons import Reason
 from ..space.space import Config
-from .check import Mismatch
+from .messages import Check, CheckResult, Reply, Request, Stress, Time, TimeResult
+from .mismatch import Mismatch
 from .stress import StressCheck, StressReport
-from .worker import Reply, Worker
+from .worker import Worker
 from ..errors import TunegateError
 
-__all__ = ["CheckFailed", "Evaluator", "Status", "Trial", "failure_reason"]
-
-Status = Literal["ok", "wrong", "error", "compile_error", "timeout", "crashed"]
+__all__ = ["CheckFailed", "Evaluator", "Trial", "failure_reason"]
 
 
 class CheckFailed(RuntimeError, TunegateError):
@@ -33,8 +33,8 @@ class Trial(BaseModel):
     `checked_launches` launches compared with the expected output; `stressed` once the whole
     stress check (the winner's) ran on it."""
 
-    config: dict[str, Any]
-    status: Status
+    config: Config
+    status: Outcome
     time_ms: float | None = None
     checked_draws: int = 0
     checked_launches: int = 0
@@ -52,16 +52,15 @@ class Trial(BaseModel):
 
 
 def failure_reason(reply: Reply, op: str) -> Reason:
-    kind = {"compile_error": "compile", "timeout": "timeout", "crashed": "crash"}.get(
-        reply.status, "error")
-    what = {"compile": "failed to compile", "timeout": "timed out", "crash": "crashed its worker",
-            "error": f"raised during {op}"}[kind]
-    return Reason(kind=kind, summary=f"{what}: {(reply.error or '').splitlines()[0][:300]}",  # type: ignore[arg-type]
+    """The reason of a request that did not come back ok: its outcome, in words."""
+    kind = reply.status if reply.status.failed else Outcome.ERROR
+    first = "".join((reply.error or "").splitlines()[:1])[:300]
+    return Reason(kind=kind, summary=f"{kind.what(op)}: {first}",
                   evidence={"error": reply.error, "seconds": round(reply.seconds, 3)})
 
 
 def _mismatch_reason(mismatch: Mismatch, what: str, **evidence: Any) -> Reason:
-    return Reason(kind="accuracy", summary=f"{what}: {mismatch.summary()}",
+    return Reason(kind=Outcome.WRONG, summary=f"{what}: {mismatch.summary()}",
                   evidence={**mismatch.model_dump(), **evidence})
 
 
@@ -74,85 +73,88 @@ class Evaluator:
         self.timeout = timeout
         self.seconds = 0.0
 
-    def _request(self, op: str, config: Config, arg: Any = None) -> Reply:
-        reply = self.worker.request(op, config.key(), arg, self.timeout)
-        if reply.status == "baseline_error":
+    def _request(self, request: Request) -> Reply:
+        reply = self.worker.request(request, self.timeout)
+        if reply.status is Outcome.BASELINE_ERROR:
             raise CheckFailed(reply.error)
         return reply
 
     def quick(self, config: Config, draws: int, first: int = 0) -> Trial:
         """`draws` input draws from `first`, one launch each."""
-        reply = self._request("check", config, (draws, first))
-        if reply.status != "ok":
+        reply = self._request(Check(config, draws, first))
+        if reply.status is not Outcome.OK:
             self.seconds += reply.seconds
-            return Trial(config=config.values, status=reply.status,  # type: ignore[arg-type]
+            return Trial(config=config, status=reply.status,
                          reason=failure_reason(reply, "the accuracy check"))
-        mismatch, draw, vote, seconds = reply.value
-        self.seconds += seconds  # the check itself: not the kernel's first launch
-        if mismatch is not None:
-            n = draw - first + 1
-            return Trial(config=config.values, status="wrong", checked_draws=n,
-                         checked_launches=n, vote=vote,
-                         reason=_mismatch_reason(Mismatch(**mismatch),
+        assert isinstance(reply.value, CheckResult)
+        checked = reply.value
+        self.seconds += checked.seconds  # the check itself: not the kernel's first launch
+        if checked.mismatch is not None:
+            n = checked.draw - first + 1
+            return Trial(config=config, status=Outcome.WRONG, checked_draws=n,
+                         checked_launches=n, vote=checked.vote,
+                         reason=_mismatch_reason(checked.mismatch,
                                                  f"wrong output on input draw {n} of {draws}",
-                                                 draw=draw))
-        return Trial(config=config.values, status="ok", checked_draws=draws,
+                                                 draw=checked.draw))
+        return Trial(config=config, status=Outcome.OK, checked_draws=draws,
                      checked_launches=draws)
 
     def stress(self, trial: Trial, whole: bool = True) -> Trial:
         """The stress check of a trial's config (the whole one, or the search's light one);
         the trial, updated with what it saw."""
-        config = Config(values=trial.config)
         kind = self.worker.kind or "interpreter"
         settings = self.stress_check.resolved(kind) if whole else self.stress_check.light(kind)
-        reply = self._request("stress", config, settings.model_dump())
-        if reply.status != "ok":
+        reply = self._request(Stress(trial.config, settings))
+        if reply.status is not Outcome.OK:
             self.seconds += reply.seconds
             return trial.model_copy(update={"status": reply.status, "time_ms": None,
                                             "reason": failure_reason(reply, "the stress check")})
-        report = StressReport.model_validate(reply.value)
+        assert isinstance(reply.value, StressReport)
+        report = reply.value
         self.seconds += report.seconds
         update: dict[str, Any] = {
             "stressed": whole, "checked_draws": trial.checked_draws + report.draws,
             "checked_launches": trial.checked_launches + report.launches}
         if not report.passed:
-            update.update(status="wrong", time_ms=None, reason=Reason(
-                kind="accuracy", summary=("stress check: " if whole else "light stress check: ")
+            first = report.first_mismatch.model_dump() if report.first_mismatch else {}
+            update.update(status=Outcome.WRONG, time_ms=None, reason=Reason(
+                kind=Outcome.WRONG,
+                summary=("stress check: " if whole else "light stress check: ")
                 + report.summary(),
-                evidence={**(report.first_mismatch or {}),
-                          **report.model_dump(exclude={"first_mismatch"})}))
+                evidence={**first, **report.model_dump(exclude={"first_mismatch"})}))
         return trial.model_copy(update=update)
 
     def evaluate(self, config: Config, experimental: bool, short: bool = False) -> Trial:
         """Check first if `experimental`, then time (`short`ly: see `retime`); the timing
         launches' output is checked."""
-        trial = Trial(config=config.values, status="ok")
+        trial = Trial(config=config, status=Outcome.OK)
         if experimental:
             trial = self.quick(config, self.draws)
-            if trial.status == "ok":
+            if trial.status is Outcome.OK:
                 trial = self.stress(trial, whole=False)
-            if trial.status != "ok":
+            if trial.status is not Outcome.OK:
                 return trial
-        return self._time(trial, "short" if short else "full")
+        return self._time(trial, full=not short)
 
     def retime(self, trial: Trial) -> Trial:
         """A contender's full timing, after its short one; its output is checked again."""
-        return self._time(trial, "full")
+        return self._time(trial, full=True)
 
-    def _time(self, trial: Trial, stage: str) -> Trial:
-        config = Config(values=trial.config)
-        reply = self._request("time", config, stage)
-        if reply.status != "ok":
+    def _time(self, trial: Trial, full: bool) -> Trial:
+        reply = self._request(Time(trial.config, full))
+        if reply.status is not Outcome.OK:
             return trial.model_copy(update={"status": reply.status, "time_ms": None,
                                             "reason": failure_reason(reply, "timing")})
-        ms, mismatch, vote, seconds = reply.value
-        self.seconds += seconds
+        assert isinstance(reply.value, TimeResult)
+        timed = reply.value
+        self.seconds += timed.seconds
         update: dict[str, Any] = {"checked_launches": trial.checked_launches + 1,
                                   "checked_draws": max(trial.checked_draws, 1)}
-        if mismatch is not None:
-            update.update(status="wrong", vote=vote, time_ms=None, reason=_mismatch_reason(
-                Mismatch(**mismatch), "wrong output after the timing launches on input draw 1",
-                draw=0))
+        if timed.mismatch is not None:
+            update.update(status=Outcome.WRONG, vote=timed.vote, time_ms=None,
+                          reason=_mismatch_reason(
+                              timed.mismatch,
+                              "wrong output after the timing launches on input draw 1", draw=0))
         else:
-            update["time_ms"] = ms
+            update["time_ms"] = timed.ms
         return trial.model_copy(update=update)

@@ -15,7 +15,8 @@ from typing import Hashable
 from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
-from .worker import Reply, Setup, TaskRef, Worker, WorkerSetupError
+from .messages import Compile, Reply
+from .worker import Setup, TaskRef, Worker, WorkerSetupError
 
 __all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count",
            "visible_devices"]
@@ -215,7 +216,7 @@ class WorkerPool:
         jobs = [configs[i::n] for i in range(n)]
 
         def compile_part(i: int) -> list[tuple[Config, Reply]]:
-            return [(c, self.compilers[i].request("compile", c.key(), target, timeout))
+            return [(c, self.compilers[i].request(Compile(c, target), timeout))
                     for c in jobs[i]]
 
         with ThreadPoolExecutor(max_workers=n) as pool:

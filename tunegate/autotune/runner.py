@@ -21,66 +21,19 @@ import time
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
 from ..space.space import Config
 from .check import Mismatch, compare, follows_poison, poison, same_bits
+from .device import device_facts, device_kind, sync
+from .expected import BaselineError, Expected, reference_outputs, tensors_of
+from .messages import CheckResult, TimeResult
 from .stress import StressCheck, StressReport
 from .task import Args, Task, split_config
-from ..errors import TunegateError
 
-__all__ = ["BaselineError", "Runner", "device_kind"]
+__all__ = ["BaselineError", "Runner", "device_facts", "device_kind"]
 
 FRESH_DRAWS = 1_000_000  # stress draws start here: never the draws the quick checks used
 SHORT_WARMUP_MS, SHORT_REP_MS = 5, 20  # the short timing every candidate gets on a GPU
-
-
-class BaselineError(RuntimeError, TunegateError):
-    """The reference or baseline config itself failed: nothing can be checked against it."""
-
-
-def device_kind() -> str:
-    """'gpu' when kernels run on a GPU, 'interpreter' under TRITON_INTERPRET=1 or without one."""
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        return "interpreter"
-    return "gpu"
-
-
-def device_facts() -> tuple[str, int] | None:
-    """On a CUDA GPU: its compile target ('cuda:90:32', for compile workers) and the shared
-    memory a block may use on it, in bytes; None elsewhere."""
-    if device_kind() != "gpu" or torch.version.hip:
-        return None
-    from .precompile import gpu_target, target_text
-
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    limit = int(getattr(props, "shared_memory_per_block_optin", 0) or 0)
-    return target_text(gpu_target((props.major, props.minor))), limit
-
-
-def _sync() -> None:
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def _tensors(args: Args) -> dict[str, torch.Tensor]:
-    return {k: v for k, v in args.items() if isinstance(v, torch.Tensor)}
-
-
-class Expected(BaseModel):
-    """The expected state of the compared tensors after a launch on one draw; `written` masks
-    the elements of a tensor that the baseline writes (the others are not compared)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
-
-    tensors: dict[str, torch.Tensor]
-    written: dict[str, torch.Tensor] = {}
-
-    def compared(self, args: Args) -> dict[str, torch.Tensor]:
-        """The compared tensors of a launch's `args`, unwritten elements taken from here."""
-        return {n: args[n] if n not in self.written else
-                torch.where(self.written[n], args[n], want.to(args[n].device, args[n].dtype))
-                for n, want in self.tensors.items()}
 
 
 class Runner:
@@ -164,12 +117,12 @@ class Runner:
                 second: bool = False) -> Args:
         args = self.prepare(pristine, into, second)
         self.task.run(args, config)
-        _sync()
+        sync()
         return args
 
     def _expected(self, pristine: Args) -> Expected:
         if self.task.reference is not None:
-            expected = self._from_reference(pristine)
+            expected = reference_outputs(self.task, pristine, self.zeroed)
             return Expected(tensors={n: t for n, t in expected.items()
                                      if n not in self.not_compared})
         assert self.baseline is not None
@@ -180,7 +133,7 @@ class Runner:
             raise BaselineError(f"the baseline config {self.baseline.text()} raised "
                                 f"{type(e).__name__}: {e}") from e
         tensors, written = {}, {}
-        for name, t in _tensors(first).items():
+        for name, t in tensors_of(first).items():
             if name in self.task.scratch:
                 continue
             mask = self._written_mask(name, t, second[name])
@@ -207,39 +160,6 @@ class Runner:
             self.not_compared[name] = ("unspecified contents: two launches of the baseline on "
                                        "the same input differ")
         return mask
-
-    def _from_reference(self, pristine: Args) -> dict[str, torch.Tensor]:
-        assert self.task.reference is not None
-        args = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine.items()}
-        for name in self.zeroed:  # as the kernel sees them
-            args[name].zero_()
-        try:
-            returned = self.task.reference(**args)
-        except Exception as e:
-            raise BaselineError(f"the reference function raised {type(e).__name__}: {e}") from e
-        expected = _tensors(args)
-        if isinstance(returned, torch.Tensor):
-            returned = (returned,)
-        if isinstance(returned, (tuple, list)):
-            if len(returned) != len(self.task.outputs):
-                raise BaselineError(f"the reference returned {len(returned)} tensors for "
-                                    f"{len(self.task.outputs)} outputs {self.task.outputs}")
-            returned = dict(zip(self.task.outputs, returned))
-        if returned is not None and not isinstance(returned, dict):
-            raise BaselineError(f"the reference returned {type(returned).__name__}: return a "
-                                "tensor, a tuple in `outputs` order, a dict, or None")
-        for name, value in (returned or {}).items():
-            if not isinstance(value, torch.Tensor):
-                raise BaselineError(f"the reference's {name!r} is {type(value).__name__}, not "
-                                    "a tensor")
-            if name not in expected:
-                raise BaselineError(f"the reference returned {name!r}, which is not a tensor "
-                                    "argument")
-            if tuple(value.shape) != tuple(expected[name].shape):
-                raise BaselineError(f"the reference's {name!r} has shape {tuple(value.shape)}, "
-                                    f"but the argument has shape {tuple(expected[name].shape)}")
-            expected[name] = value
-        return expected
 
     def inputs(self, i: int) -> Args:
         """The pristine arguments of draw `i` (made once)."""
@@ -306,20 +226,21 @@ class Runner:
         """Launch once, so that loading the compiled kernel is not counted as checking it."""
         self._launch(self.inputs(0), config)
 
-    def check(self, config: Config, draws: int, first: int = 0
-              ) -> tuple[Mismatch | None, int, str | None]:
+    def check(self, config: Config, draws: int, first: int = 0) -> CheckResult:
         """The first mismatch over `draws` input draws from `first`, on which draw, and (on
         draw 0 without a reference) the vote of the wrong output. The first draw is launched
         twice, poisoned differently, so that an element left unwritten fails whatever its
         right value (it holds the second poison if the first happened to be right)."""
+        start = time.perf_counter()
         for i in range(first, first + draws):
             pristine, expected = self.draw(i) if i < FRESH_DRAWS else self._fresh_draw(i)
             for second in (False, True) if i == first else (False,):
                 args = self._launch(pristine, config, second=second)
                 bad = self.mismatch(args, expected)
                 if bad is not None:
-                    return bad, i, self.vote(args) if i == 0 else None
-        return None, first + draws, None
+                    return CheckResult(bad, i, self.vote(args) if i == 0 else None,
+                                       time.perf_counter() - start)
+        return CheckResult(None, first + draws, None, time.perf_counter() - start)
 
     def stress(self, config: Config, settings: StressCheck) -> StressReport:
         """Many launches over fresh draws, each restored, poisoned (each draw's rounds alternate
@@ -358,15 +279,14 @@ class Runner:
                 differing += 1
         return StressReport(launches=launches, draws=len(draws), wrong=wrong,
                             differing=differing, deterministic=self.deterministic,
-                            first_mismatch=first_bad.model_dump() if first_bad else None,
+                            first_mismatch=first_bad,
                             first_wrong_draw=first_bad_draw,
                             seconds=time.perf_counter() - start,
                             not_compared=dict(self.not_compared))
 
-    def time(self, config: Config, draw: int = 0, full: bool = True
-             ) -> tuple[float, Mismatch | None, str | None, float]:
+    def time(self, config: Config, draw: int = 0, full: bool = True) -> TimeResult:
         """Median milliseconds per launch on one draw, and the check of the output the timing
-        launches left (free: no extra launch): (ms, mismatch, vote, seconds comparing).
+        launches left (free: no extra launch), with the seconds comparing took.
         Not `full`: a short measurement on a GPU (L2 still flushed), to pick contenders."""
         pristine, expected = self.draw(draw)
         args = self.prepare(pristine)
@@ -396,11 +316,11 @@ class Runner:
                 launch()
                 samples.append((time.perf_counter() - start) * 1e3)
             ms = statistics.median(samples)
-        _sync()
+        sync()
         start = time.perf_counter()
         bad = self.mismatch(args, expected)
         vote = self.vote(args) if bad is not None and draw == 0 else None
-        return ms, bad, vote, time.perf_counter() - start
+        return TimeResult(ms, bad, vote, time.perf_counter() - start)
 
     def compile(self, config: Config, target: Any = None) -> None:
         """Compile without running (GPU only, for this GPU: `target` is not used), so compile

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .mismatch import Mismatch
+
 __all__ = ["StressCheck", "StressReport"]
 
 DRAWS = {"gpu": 12, "interpreter": 4}  # gpu: (2/3)^12 <= 0.01, a 1-in-3 input bug caught
@@ -79,7 +81,7 @@ class StressReport(BaseModel):
     wrong: int  # launches whose output did not match the expected one
     differing: int  # launches whose bits differ from the first launch on the same draw
     deterministic: bool  # whether launches were required to agree bit for bit
-    first_mismatch: dict | None = None  # a Mismatch, as a dict
+    first_mismatch: Mismatch | None = None
     first_wrong_draw: int | None = None
     seconds: float = 0.0
     not_compared: dict[str, str] = {}  # argument: why it is not compared (see `runner`)
@@ -106,7 +108,5 @@ class StressReport(BaseModel):
             parts[0] += f" (first on draw {self.first_wrong_draw})"
         text = "; ".join(parts)
         if self.first_mismatch is not None:
-            from .check import Mismatch
-
-            text += ": " + Mismatch(**self.first_mismatch).summary()
+            text += ": " + self.first_mismatch.summary()
         return text + skipped

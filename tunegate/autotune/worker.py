@@ -2,32 +2,28 @@
 
 The parent sends one request at a time and waits with a timeout. A worker that times out is
 killed; one that dies (a compiler abort, a sticky CUDA error) is replaced; either way the request
-comes back as an `Outcome` with the reason, and the next request gets a fresh process.
+comes back as an `Outcome` with the reason, and the next request gets a fresh process. This is
+the parent's side; the process's own body is `worker_child`.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import signal
-import sys
 import threading
 import tempfile
 import time
-import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator
 
 from ..errors import TunegateError
+from ..outcome import Outcome
+from .messages import Reply, Request
+from .worker_child import NotReady, child_main
+from .workload import Setup, TaskRef
 
 __all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError"]
-
-# Errors after which a CUDA context is unusable: the worker must not take another config.
-_STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
-           "unspecified launch failure", "device-side assert")
-_COMPILE = ("CompilationError", "OutOfResources", "PassManager", "MLIR", "CompileTimeAssertion")
 
 
 class WorkerSetupError(RuntimeError, TunegateError):
@@ -36,32 +32,6 @@ class WorkerSetupError(RuntimeError, TunegateError):
 
 class BaselineFailed(WorkerSetupError):
     """The reference or the baseline failed on the first draw: nothing can be checked."""
-
-
-@dataclass(frozen=True)
-class TaskRef:
-    """Where a worker finds the task: an attribute of a module, imported by name or by file.
-
-    `module` (a dotted name) is used when the kernel lives in an importable package, so its
-    relative imports work; else `file` is imported by path. `call` (a drop-in `CallSite`)
-    builds the task from the named autotuned kernel and one call's details.
-    """
-
-    file: str
-    name: str
-    inputs: Any = None  # optional picklable callable(seed, device) replacing make_inputs
-    module: str | None = None
-    call: Any = None
-
-
-@dataclass
-class Reply:
-    """What one request produced."""
-
-    status: Literal["ok", "error", "compile_error", "timeout", "crashed", "baseline_error"]
-    value: Any = None
-    error: str | None = None
-    seconds: float = 0.0
 
 
 _ENV_LOCK = threading.Lock()
@@ -81,156 +51,6 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-
-
-def _classify(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}"
-    if any(s in text for s in _STICKY):
-        return "crashed"
-    if any(s in text for s in _COMPILE) or _rejected_by_the_language(e):
-        return "compile_error"
-    return "error"
-
-
-def _rejected_by_the_language(e: BaseException) -> bool:
-    """Under the interpreter, an error raised by triton.language itself (a non-power-of-two
-    arange, a bad type) is what the compiler reports on a GPU: a compile error."""
-    if type(e).__name__ != "InterpreterError" or e.__cause__ is None:
-        return False
-    frames = traceback.extract_tb(e.__cause__.__traceback__)
-    return bool(frames) and f"triton{os.sep}language{os.sep}" in frames[-1].filename
-
-
-def _load(ref: TaskRef) -> Any:
-    import importlib
-
-    from ..kernelfile import load_module
-
-    module = importlib.import_module(ref.module) if ref.module else load_module(ref.file)
-    obj = getattr(module, ref.name)
-    if ref.call is not None:
-        return ref.call.task(obj)
-    return getattr(obj, "task", obj)
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What a worker loads: the task, the input seed, the baseline config and whether repeated
-    launches must agree bit for bit. A live worker can be sent a new one (see `Worker.retask`)."""
-
-    ref: TaskRef
-    seed: int
-    baseline_json: str | None
-    deterministic: bool
-
-
-def _die_with_parent() -> None:
-    """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _ready(setup: Setup) -> tuple[Any, tuple[Any, ...]]:
-    """The runner for `setup`, and the message that says whether it could be made."""
-    from ..space.space import Config
-    from .backend import COMPILE_ONLY
-    from .runner import BaselineError, Runner, device_facts
-
-    try:
-        if os.environ.get(COMPILE_ONLY) == "1":
-            from .precompile import TaskCompiler
-
-            compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs)
-            return compiler, ("ready", compiler.problem_key(), compiler.kind, None)
-        baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
-        runner = Runner(_load(setup.ref), seed=setup.seed, baseline=baseline,
-                        inputs=setup.ref.inputs, deterministic=setup.deterministic)
-        return runner, ("ready", runner.problem_key(), runner.kind, device_facts())
-    except BaselineError as e:
-        return None, ("baseline_error", str(e))
-    except Exception as e:
-        return None, ("setup_error",
-                      f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
-
-
-def _free_memory() -> None:
-    """Give cached GPU memory back (the runner's tensors are freed as it is dropped)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
-
-
-def _child(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> None:
-    _die_with_parent()
-    if os.getppid() != parent:
-        return  # the parent died before the line above took effect
-    from .backend import COMPILE_ONLY
-
-    if os.environ.get(COMPILE_ONLY) == "1":
-        os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(fd, 2)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from ..space.space import Config
-    from .runner import BaselineError
-
-    runner, message = _ready(setup)
-    conn.send(message)
-    if runner is None:
-        return
-    while True:
-        try:
-            op, config_json, arg = conn.recv()
-        except EOFError:
-            return  # the parent closed its end or died: nothing more will come
-        if op == "load":
-            runner = None  # the old task's inputs are freed before the new one's are made
-            runner, message = _ready(arg)
-            conn.send(message)
-            if runner is None:
-                return
-            continue
-        if op == "unload":  # kept idle: hold no inputs, outputs or cached GPU memory
-            runner = None
-            _free_memory()
-            continue
-        config = Config.from_json(config_json)
-        try:
-            value = _operate(runner, op, config, arg)
-            conn.send(("ok", value))
-        except BaselineError as e:
-            conn.send(("baseline_error", str(e)))
-        except Exception as e:
-            kind = _classify(e)
-            conn.send((kind, f"{type(e).__name__}: {str(e).strip()[:2000]}"))
-            if kind == "crashed":
-                os._exit(3)  # the CUDA context is poisoned: never reuse it
-
-
-def _operate(runner: Any, op: str, config: Any, arg: Any) -> Any:
-    """One request: 'check' (draws, first draw), 'stress' (settings), 'time' or 'compile'.
-    Check times exclude the first launch, which loads the compiled kernel."""
-    if op == "compile":
-        return runner.compile(config, arg)
-    if op == "time":
-        ms, mismatch, vote, seconds = runner.time(config, full=arg != "short")
-        return ms, mismatch.model_dump() if mismatch else None, vote, seconds
-    runner.warm(config)
-    if op == "stress":
-        from .stress import StressCheck
-
-        return runner.stress(config, StressCheck.model_validate(arg)).model_dump()
-    draws, first = arg
-    start = time.perf_counter()
-    mismatch, draw, vote = runner.check(config, draws, first)
-    return (mismatch.model_dump() if mismatch else None, draw, vote,
-            time.perf_counter() - start)
 
 
 class Worker:
@@ -274,7 +94,7 @@ class Worker:
         """Start the process, which loads the task while the caller goes on; `wait` for it."""
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, daemon=True,
+        self._proc = ctx.Process(target=child_main, daemon=True,
                                  args=(child, self.setup, os.getpid(), self._stderr.name))
         with _environment(self.env):
             self._proc.start()
@@ -285,13 +105,13 @@ class Worker:
         """Load another task (from the same, unchanged file) into the live process; `wait`."""
         assert self._conn is not None and not self._pending
         self.setup = setup
-        self._conn.send(("load", None, setup))
+        self._conn.send(setup)
         self._pending = True
 
     def unload(self) -> None:
         """Have the idle process drop the task's inputs and expected outputs (no answer)."""
         assert self._conn is not None and not self._pending
-        self._conn.send(("unload", None, None))
+        self._conn.send(None)
 
     def wait(self) -> None:
         """Wait for the task to load; raises WorkerSetupError (BaselineFailed) if it did not,
@@ -315,13 +135,11 @@ class Worker:
             self.stop()
             raise WorkerSetupError("the worker died while loading the task:\n"
                                    + self.stderr_tail()) from None
-        if msg[0] == "baseline_error":
+        if isinstance(msg, NotReady):
             self.stop()
-            raise BaselineFailed(msg[1])
-        if msg[0] != "ready":
-            self.stop()
-            raise WorkerSetupError(msg[1])
-        _, self.problem_key, self.kind, self.device_facts = msg
+            raise (BaselineFailed if msg.baseline else WorkerSetupError)(msg.error)
+        self.problem_key, self.kind, self.device_facts = msg.problem_key, msg.kind, \
+            msg.device_facts
 
     def start(self) -> None:
         self.launch()
@@ -334,18 +152,17 @@ class Worker:
         except OSError:
             return ""
 
-    def request(self, op: str, config_json: str, arg: Any = None,
-                timeout: float = 120.0) -> Reply:
+    def request(self, request: Request, timeout: float = 120.0) -> Reply:
         """Run one operation on one config; never raises for what the kernel does."""
         if not self.alive():
             self.start()
         self.wait()
         assert self._conn is not None
         start = time.perf_counter()
-        self._conn.send((op, config_json, arg))
+        self._conn.send(request)
         if not self._conn.poll(timeout):
             self.stop()
-            return Reply("timeout", error=f"no answer within {timeout:.0f} s (killed)",
+            return Reply(Outcome.TIMEOUT, error=f"no answer within {timeout:.0f} s (killed)",
                          seconds=time.perf_counter() - start)
         try:
             msg = self._conn.recv()
@@ -353,14 +170,15 @@ class Worker:
             code = self._proc.exitcode if self._proc else None
             self.stop()
             tail = self.stderr_tail()
-            return Reply("crashed", error=f"worker died (exit code {code})"
+            return Reply(Outcome.CRASHED, error=f"worker died (exit code {code})"
                          + (f":\n{tail}" if tail else ""), seconds=time.perf_counter() - start)
         elapsed = time.perf_counter() - start
-        if msg[0] == "ok":
-            return Reply("ok", value=msg[1], seconds=elapsed)
-        if msg[0] == "crashed":
+        outcome, value = msg
+        if outcome is Outcome.OK:
+            return Reply(outcome, value=value, seconds=elapsed)
+        if outcome is Outcome.CRASHED:
             self.stop()
-        return Reply(msg[0], error=msg[1], seconds=elapsed)
+        return Reply(outcome, error=value, seconds=elapsed)
 
     def stop(self) -> None:
         if self._proc is not None:

@@ -74,7 +74,7 @@ class Verdict(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    config: dict[str, Any]
+    config: Config
     status: Status
     matched: list[RuleMatch]
     possible: list[Possible]
@@ -253,6 +253,6 @@ def judge(rules: list[Rule], config: Config, space: Space | None, env: Environme
     status: Status = ("excluded" if "disable" in actions
                       else "experimental" if "experimental" in actions else "allowed")
     experimental = sorted({f for m in matched if m.action == "experimental" for f in m.features})
-    return Verdict(config=dict(config.values), status=status, matched=matched, possible=possible,
+    return Verdict(config=config, status=status, matched=matched, possible=possible,
                    inactive=inactive, features_used=used, experimental_features=experimental,
                    notes=list(binding.notes))

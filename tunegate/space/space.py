@@ -6,9 +6,11 @@ import itertools
 import json
 import math
 import random
-from typing import Any, Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any, ItemsView, Iterator, KeysView
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import (BaseModel, ConfigDict, PrivateAttr, field_validator, model_serializer,
+                      model_validator)
 
 from .domains import Domain
 from .features import feature
@@ -49,27 +51,74 @@ def _freeze(value: Any) -> Any:
 
 
 class Config(BaseModel):
-    """A validated point of a space: parameter name -> value. Immutable and hashable."""
+    """A validated point of a space: parameter name -> value. Immutable and hashable.
+
+    The one value type for a config everywhere in tunegate: it reads as a mapping, compares
+    equal to the plain dict of its values, is given as one (`Trial(config={...})`) and is
+    written as one in JSON; equality and hash both come from one canonical key, made once.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     values: dict[str, Any]
+    _key: str = PrivateAttr(default="")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_mapping(cls, data: Any) -> Any:
+        """A plain mapping of values is a config (as JSON and callers write one); list values
+        become tuples, so that a config is immutable all the way down."""
+        if isinstance(data, Mapping) and not (
+                set(data) == {"values"} and isinstance(data["values"], Mapping)):
+            data = {"values": data}
+        if isinstance(data, Mapping) and isinstance(data.get("values"), Mapping):
+            return {"values": {k: _freeze(v) for k, v in data["values"].items()}}
+        return data
+
+    @model_serializer
+    def _as_values(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    def model_post_init(self, context: Any) -> None:
+        self._key = json.dumps(self.values, sort_keys=True, separators=(",", ":"))
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.values
+
+    def keys(self) -> KeysView[str]:
+        return self.values.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self.values.items()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
+
     def __hash__(self) -> int:
-        return hash(self.key())
+        return hash(self._key)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Config) and self.key() == other.key()
+        if isinstance(other, Config):
+            return self._key == other._key
+        if isinstance(other, Mapping):
+            return self.values == {k: _freeze(v) for k, v in other.items()}
+        return NotImplemented
 
     def key(self) -> str:
         """Canonical JSON: equal configs have equal keys."""
-        return json.dumps(self.values, sort_keys=True, separators=(",", ":"))
+        return self._key
 
     def to_json(self) -> str:
-        return self.key()
+        return self._key
 
     @classmethod
     def from_json(cls, text: str) -> "Config":
@@ -86,6 +135,9 @@ class Config(BaseModel):
             return repr(v)
 
         return ", ".join(f"{k}={fmt(v)}" for k, v in self.values.items())
+
+
+Mapping.register(Config)  # a read-only mapping of values: `dict(config)`, `**config`
 
 
 class Space(BaseModel):

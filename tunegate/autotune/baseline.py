@@ -1,0 +1,75 @@
+"""Without a reference: the baseline config whose output is expected, and the vote on it.
+
+The baseline is the space default with every feature off; after the search, a larger group of
+configs that agree among themselves and disagree with it outvotes it, and the run stops.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..outcome import Outcome
+from ..policy.binding import Binding, Driver, bind
+from ..policy.predicate import MISSING
+from ..space.domains import PerLoop
+from ..space.features import uses
+from ..space.space import Config, Space
+from .evaluator import Trial
+
+__all__ = ["baseline_config", "outvoted"]
+
+
+def baseline_config(space: Space, binding: Binding | None = None) -> Config:
+    """The space default with every feature off: the most conservative config.
+
+    `binding` (the region's) also switches off features the kernel's source binds to a
+    parameter that declares none, such as `num_stages=INNER_STAGES` in a `tl.range`.
+    """
+    binding = binding or bind(space)
+    values = {n: p.domain.default() for n, p in space.parameters.items()}
+    for name, param in space.parameters.items():
+        drivers = [d for d in binding.drivers if name in d.parameters]
+        if isinstance(param.domain, PerLoop):
+            features = tuple({*param.features, *(d.feature for d in drivers)})
+            values[name] = tuple(_off(v, param.domain.element, features) for v in values[name])
+            continue
+        candidates = [values[name], *param.domain.values()]
+        values[name] = next((v for v in candidates if not _drives_on(drivers, values, name, v)),
+                            values[name])
+    return space.validate_config(values)
+
+
+def _drives_on(drivers: list[Driver], values: dict[str, Any], name: str, value: Any) -> bool:
+    """Whether any driver turns its feature on when parameter `name` takes `value`."""
+    trial = {**values, name: value}
+    return any(bool(uses(d.feature, d.value(trial))) for d in drivers
+               if d.value(trial) is not MISSING)
+
+
+def _off(value: Any, domain: Any, features: tuple[str, ...]) -> Any:
+    """`value` if it uses none of `features`, else the first value of `domain` that does not."""
+    if not any(uses(f, value) for f in features):
+        return value
+    return next((x for x in domain.values() if not any(uses(f, x) for f in features)), value)
+
+
+def outvoted(trials: list[Trial], baseline: Config, compared_with: str) -> str | None:
+    """Why the baseline looks wrong, if a larger group of configs agree among themselves and
+    disagree with it than agree with it; None if it stands."""
+    votes = Counter(t.vote for t in trials if t.vote is not None)
+    if not votes:
+        return None
+    group, size = votes.most_common(1)[0]
+    support = sum(1 for t in trials if t.status is Outcome.OK and t.config != baseline)
+    # A larger agreeing group outvotes the baseline; with no other config agreeing with
+    # the baseline, a lone dissenter leaves its output unsupported, but dissenters that
+    # disagree among themselves too outvote nothing.
+    lone = sum(votes.values()) == 1 and support == 0
+    if not (size > support and (size >= 2 or lone)):
+        return None
+    members = [t.config.text() for t in trials if t.vote == group]
+    agree = "configs agree among themselves and disagree" if size >= 2 else "config disagrees"
+    return (f"the baseline config looks wrong: {size} {agree} with {compared_with}, and only "
+            f"{support} other agree with it (e.g. {members[0]}); give the task a reference "
+            "function (`reference=` of the drop-in autotune, or a Task's `reference`)")

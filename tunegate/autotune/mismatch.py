@@ -1,0 +1,45 @@
+"""Evidence that a kernel's output came out wrong: one value type from the runner to the store.
+
+Torch-free, so that the reasons, stress reports and worker replies that carry it import cheaply.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Mismatch"]
+
+
+class Mismatch(BaseModel):
+    """Evidence that one argument came out wrong."""
+
+    model_config = ConfigDict(frozen=True)
+
+    argument: str
+    mismatched: int
+    total: int
+    unwritten: int  # elements still holding a poison (NaN, sentinel, largest float)
+    max_abs_error: float | None  # over the finite mismatches
+    max_rel_error: float | None
+    first_index: list[int]
+    got: str
+    expected: str
+    rtol: float
+    atol: float
+    dtype: str = ""
+    row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
+
+    def _tolerance(self) -> str:
+        if self.rtol == 0 and self.atol == 0:
+            return f"{self.dtype}, compared bit for bit"
+        of = " of the row's largest |expected|" if self.row_scaled else ""
+        return f"{self.dtype}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
+
+    def summary(self) -> str:
+        err = "" if self.max_abs_error is None else (
+            f", max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
+        if self.unwritten:
+            err += f", {self.unwritten} unwritten or NaN"
+        return (f"{self.argument}: {self.mismatched} of {self.total} elements wrong{err}; "
+                f"first at {tuple(self.first_index)}: got {self.got}, expected {self.expected} "
+                f"({self._tolerance()})")

@@ -1,0 +1,180 @@
+"""The search: measure configs the strategy proposes until the budget is spent, then time the
+contenders of the short timings in full (successive halving).
+
+Each batch is first compiled ahead in the compile workers (a config that fails to compile, or
+needs more shared memory than the device has, is a trial with its reason), quarantined configs
+are skipped with their stored reason, and the store's timings of this kernel at other problem
+sizes rank the strategy's first proposals.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+
+from ..outcome import Outcome
+from ..policy import Region
+from ..reasons import Reason
+from ..space.space import Config, InvalidConfig
+from .evaluator import Evaluator, Trial, failure_reason
+from .ledger import Ledger
+from .messages import CompileResult
+from .pool import WorkerPool
+from .results import Budget
+from .schedule import measure
+from .strategies import make_strategy
+from .task import Task
+
+__all__ = ["CONTENDERS", "Search"]
+
+log = logging.getLogger(__name__)
+
+CONTENDERS = 1.3  # short timings within this factor of the fastest get the full timing
+
+
+class Search:
+    """One run's search over `region` with the pool's evaluators, recorded in `ledger`.
+    `staged` times every candidate briefly first (on a GPU) and only the contenders in full."""
+
+    def __init__(self, task: Task, region: Region, ledger: Ledger, pool: WorkerPool,
+                 evaluators: list[Evaluator], *, strategy: str, budget: Budget, seed: int,
+                 timeout: float, staged: bool, start: float) -> None:
+        self.task, self.region, self.ledger, self.pool = task, region, ledger, pool
+        self.evaluators, self.strategy, self.budget, self.seed = evaluators, strategy, budget, seed
+        self.timeout, self.start = timeout, start
+        self.staged = staged and ledger.timing == "gpu"  # the interpreter's has one stage
+
+    def out_of_time(self) -> bool:
+        seconds = self.budget.seconds
+        return bool(seconds and time.perf_counter() - self.start > seconds)
+
+    def run(self) -> bool:
+        """Measure configs until the budget is spent; True if interrupted (Ctrl-C)."""
+        ledger, k = self.ledger, self.ledger.keys
+        quarantined = ledger.store.quarantined(k.task, k.problem, k.env)
+        strategy = make_strategy(self.strategy, self.region, random.Random(self.seed),
+                                 budget=self.budget.configs, points=self.task.configs,
+                                 prior=self._prior())
+        ledger.progress({"event": "start", "budget": self.budget.configs,
+                         "strategy": type(strategy).name})
+        results: dict[Config, float | None] = {}
+        try:
+            while len(results) < self.budget.configs and not self.out_of_time():
+                batch = strategy.next_batch(results)[: self.budget.configs - len(results)]
+                if not batch:
+                    break
+                for config in [c for c in batch if c in quarantined]:
+                    batch.remove(config)
+                    results[config] = None
+                    ledger.record(Trial(config=config, status=Outcome.WRONG,
+                                        reason=quarantined[config]))
+                phase, compiled = time.perf_counter(), ledger.phases["compile"]
+                for trial in measure(self.evaluators, self._precompile(batch), self.out_of_time,
+                                     self._first_timing):
+                    results[trial.config] = trial.time_ms
+                    ledger.record(trial)
+                ledger.phases["timing"] += (time.perf_counter() - phase
+                                            - (ledger.phases["compile"] - compiled))
+                if self.out_of_time():
+                    return False
+        except KeyboardInterrupt:
+            for w in self.pool.runs:  # their answers to interrupted requests must not be read
+                w.stop()
+            return True
+        return False
+
+    def _first_timing(self, evaluator: Evaluator, config: Config) -> Trial:
+        experimental = self.region.verdict(config).status == "experimental"
+        return evaluator.evaluate(config, experimental, short=self.staged)
+
+    def _precompile(self, batch: list[Config]) -> list[Config]:
+        """Compile a batch in parallel isolated workers into Triton's cache; returns the configs
+        that compiled (or that compile at their first launch, where compiling ahead failed)."""
+        ledger, pool = self.ledger, self.pool
+        for note in pool.notes:
+            ledger.note(note)
+        target, limit = pool.run.device_facts or (None, None)
+        if pool.compilers and target is None:
+            ledger.note("the GPU's compile target is unknown (not a CUDA GPU): each config "
+                        "compiles at its first launch")
+            return batch
+        failed, late = set(), []
+        with ledger.phase("compile"):
+            replies = pool.compile_all(batch, self.timeout, target)
+        for config, reply in replies:
+            if reply.status is Outcome.ERROR:  # not the kernel's fault: the run worker compiles
+                log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
+                          config.text(), reply.error)
+                late.append((config, reply))
+                continue
+            shared = reply.value.shared_bytes if isinstance(reply.value, CompileResult) else None
+            if reply.status is not Outcome.OK:
+                failed.add(config)
+                ledger.record(Trial(config=config, status=reply.status,
+                                    reason=failure_reason(reply, "compilation")))
+            elif limit and shared is not None and shared > limit:
+                failed.add(config)
+                ledger.record(Trial(config=config, status=Outcome.COMPILE_ERROR, reason=Reason(
+                    kind=Outcome.COMPILE_ERROR, summary=f"needs {shared} bytes of shared memory "
+                    f"per block; the device allows {limit}",
+                    evidence={"shared_bytes": shared, "limit": limit})))
+        if late:
+            config, reply = late[0]
+            ledger.note(f"{len(late)} config(s) could not be compiled ahead and compiled at "
+                        f"their first launch instead (e.g. {config.text()}: "
+                        f"{(reply.error or '').splitlines()[0][:200]})")
+        return [c for c in batch if c not in failed]
+
+    def refine(self) -> None:
+        """Successive halving: the full timing for the contenders of the short timings (the
+        fastest third, and any within `CONTENDERS`x of the fastest); their rows updated."""
+        if not self.staged:
+            return
+        trials = self.ledger.trials
+        timed = sorted((i for i, t in enumerate(trials) if t.status is Outcome.OK),
+                       key=lambda i: trials[i].time_ms)  # type: ignore[arg-type,return-value]
+        if not timed:
+            return
+        fastest = trials[timed[0]].time_ms or 0.0
+        keep = max(1, -(-len(timed) // 3))
+        chosen = [i for n, i in enumerate(timed)
+                  if n < keep or (trials[i].time_ms or 0.0) <= CONTENDERS * fastest]
+        by_config = {trials[i].config: i for i in chosen}
+
+        def retime(evaluator: Evaluator, config: Config) -> Trial:
+            return evaluator.retime(trials[by_config[config]])
+
+        with self.ledger.phase("timing"):
+            for trial in measure(self.evaluators, list(by_config), lambda: False, retime):
+                i = by_config[trial.config]
+                self.ledger.replace(i, trial)
+                self.ledger.refined.add(i)
+                self.ledger.progress({"event": "full_timing", "trial": trial})
+
+    def _prior(self) -> dict[Config, float]:
+        """Each config's mean rank (0 fastest, 1 slowest) among the correct timings of this
+        kernel at other problem sizes in this environment: what the store already knows."""
+        k = self.ledger.keys
+        by_problem: dict[str, list[tuple[float, Config]]] = {}
+        for problem, config, ms in self.ledger.store.timings_elsewhere(k.kernel, k.env,
+                                                                       k.problem):
+            if self._candidate(config):
+                by_problem.setdefault(problem, []).append((ms, config))
+        ranks: dict[Config, list[float]] = {}
+        for timed in by_problem.values():
+            timed.sort(key=lambda t: t[0])
+            for n, (_, config) in enumerate(timed):
+                ranks.setdefault(config, []).append(n / max(1, len(timed) - 1))
+        return {c: sum(r) / len(r) for c, r in ranks.items()}
+
+    def _candidate(self, config: Config) -> bool:
+        """Whether this run may measure `config`: in the space, allowed by the region, and in
+        the task's config list if it has one (another key's list may have been pruned
+        otherwise, so a prior from there can name configs this one lacks)."""
+        if self.task.configs is not None:
+            return config in self.task.configs and self.region.contains(config)
+        try:
+            return self.region.contains(config)
+        except InvalidConfig:  # another space's config: not a candidate, not an error
+            return False

@@ -1,0 +1,64 @@
+"""The winner: the fastest timed config that passes the whole stress check (one that fails is
+quarantined and its stored best forgotten), and why there is none when none wins."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..outcome import Outcome
+from ..policy import Region
+from ..space.space import Config
+from .evaluator import Evaluator
+from .ledger import Ledger
+from .results import Budget
+from .task import Task
+
+__all__ = ["no_winner", "stressed_winner", "winner"]
+
+
+def winner(ledger: Ledger, evaluator: Evaluator) -> tuple[Config | None, float | None]:
+    """The fastest timed config that passes the stress check; failures are quarantined."""
+    trials, refined = ledger.trials, ledger.refined
+    # Fully timed contenders first: a short timing only decided that the others lost.
+    timed = sorted((i for i, t in enumerate(trials) if t.status is Outcome.OK),
+                   key=lambda i: (i not in refined and bool(refined), trials[i].time_ms))
+    for i in timed:
+        trial = trials[i]
+        if not trial.stressed:
+            ledger.progress({"event": "winner_check", "config": trial.config})
+            checked = evaluator.stress(trial)
+            ledger.replace(i, checked)
+            ledger.progress({"event": "stress", "trial": checked})
+            if checked.status is not Outcome.OK:
+                ledger.forget(trial.config)  # a stored best of this config must not be reused
+                continue
+        return trial.config, trial.time_ms
+    return None, None
+
+
+def stressed_winner(ledger: Ledger) -> tuple[Config | None, float | None]:
+    """The fastest config that already passed the whole stress check, if any."""
+    passed = [t for t in ledger.trials if t.status is Outcome.OK and t.stressed]
+    if not passed:
+        return None, None
+    fastest = min(passed, key=lambda t: t.time_ms)  # type: ignore[arg-type,return-value]
+    return fastest.config, fastest.time_ms
+
+
+def no_winner(ledger: Ledger, task: Task, region: Region, budget: Budget,
+              removals: dict[str, int]) -> str:
+    """Why no config won: the clock, the policy, or the configs measured."""
+    trials = ledger.trials
+    candidates = (any(map(region.contains, task.configs))
+                  if task.configs is not None else region.upper_bound() > 0)
+    if not trials and budget.seconds is not None and candidates:
+        return (f"the time budget (--seconds {budget.seconds:g}) ran out before any config of "
+                f"{task.name} was measured")
+    if not trials:
+        rules = ", ".join(f"{r} removes {n}" for r, n in removals.items() if n)
+        return (f"every candidate config of {task.name} is excluded here "
+                f"({rules or 'no rule removed any: the candidate list is empty'}); "
+                "`tunegate policy explain` says why for any one of them")
+    counts = Counter(t.status for t in trials)
+    seen = ", ".join(f"{n} {s}" for s, n in counts.items())
+    return f"no correct config found for {task.name} ({seen})"

@@ -1,0 +1,159 @@
+"""The body of an isolated worker process: load the task, answer requests, die cleanly.
+
+It runs each `Request` on its runner and answers (outcome, result or error text); an error that
+poisons the CUDA context is answered `crashed` and ends the process, so no later config runs in
+it. It dies with its parent, and leaves Ctrl-C to the parent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ..outcome import Outcome
+from .workload import Setup, TaskRef
+
+__all__ = ["NotReady", "Ready", "child_main"]
+
+# Errors after which a CUDA context is unusable: the worker must not take another config.
+_STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
+           "unspecified launch failure", "device-side assert")
+_COMPILE = ("CompilationError", "OutOfResources", "PassManager", "MLIR", "CompileTimeAssertion")
+
+
+def _classify(e: BaseException) -> Outcome:
+    text = f"{type(e).__name__}: {e}"
+    if any(s in text for s in _STICKY):
+        return Outcome.CRASHED
+    if any(s in text for s in _COMPILE) or _rejected_by_the_language(e):
+        return Outcome.COMPILE_ERROR
+    return Outcome.ERROR
+
+
+def _rejected_by_the_language(e: BaseException) -> bool:
+    """Under the interpreter, an error raised by triton.language itself (a non-power-of-two
+    arange, a bad type) is what the compiler reports on a GPU: a compile error."""
+    if type(e).__name__ != "InterpreterError" or e.__cause__ is None:
+        return False
+    frames = traceback.extract_tb(e.__cause__.__traceback__)
+    return bool(frames) and f"triton{os.sep}language{os.sep}" in frames[-1].filename
+
+
+def _load(ref: TaskRef) -> Any:
+    import importlib
+
+    from ..kernelfile import load_module
+
+    module = importlib.import_module(ref.module) if ref.module else load_module(ref.file)
+    obj = getattr(module, ref.name)
+    if ref.call is not None:
+        return ref.call.task(obj)
+    return getattr(obj, "task", obj)
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A worker's answer to a setup that worked: what it loaded, and for which device."""
+
+    problem_key: str
+    kind: str
+    device_facts: tuple[str, int] | None  # see runner.device_facts
+
+
+@dataclass(frozen=True)
+class NotReady:
+    """A worker's answer to a setup that failed; `baseline` when the reference or baseline
+    failed (nothing can be checked), else the task could not be loaded."""
+
+    error: str
+    baseline: bool = False
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _ready(setup: Setup) -> tuple[Any, Ready | NotReady]:
+    """The runner for `setup`, and the message that says whether it could be made."""
+    from ..space.space import Config
+    from .backend import COMPILE_ONLY
+    from .runner import BaselineError, Runner, device_facts
+
+    try:
+        if os.environ.get(COMPILE_ONLY) == "1":
+            from .precompile import TaskCompiler
+
+            compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs)
+            return compiler, Ready(compiler.problem_key(), compiler.kind, None)
+        baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
+        runner = Runner(_load(setup.ref), seed=setup.seed, baseline=baseline,
+                        inputs=setup.ref.inputs, deterministic=setup.deterministic)
+        return runner, Ready(runner.problem_key(), runner.kind, device_facts())
+    except BaselineError as e:
+        return None, NotReady(str(e), baseline=True)
+    except Exception as e:
+        return None, NotReady(f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+
+
+def _free_memory() -> None:
+    """Give cached GPU memory back (the runner's tensors are freed as it is dropped)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> None:
+    _die_with_parent()
+    if os.getppid() != parent:
+        return  # the parent died before the line above took effect
+    from .backend import COMPILE_ONLY
+
+    if os.environ.get(COMPILE_ONLY) == "1":
+        os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(fd, 2)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    from .runner import BaselineError
+
+    runner, message = _ready(setup)
+    conn.send(message)
+    if runner is None:
+        return
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return  # the parent closed its end or died: nothing more will come
+        if isinstance(request, Setup):  # a new task
+            runner = None  # the old task's inputs are freed before the new one's are made
+            runner, message = _ready(request)
+            conn.send(message)
+            if runner is None:
+                return
+            continue
+        if request is None:  # unload: kept idle, holding no inputs, outputs or GPU memory
+            runner = None
+            _free_memory()
+            continue
+        try:
+            conn.send((Outcome.OK, request.run(runner)))
+        except BaselineError as e:
+            conn.send((Outcome.BASELINE_ERROR, str(e)))
+        except Exception as e:
+            outcome = _classify(e)
+            conn.send((outcome, f"{type(e).__name__}: {str(e).strip()[:2000]}"))
+            if outcome is Outcome.CRASHED:
+                os._exit(3)  # the CUDA context is poisoned: never reuse it

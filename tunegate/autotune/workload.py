@@ -1,0 +1,35 @@
+"""What a worker loads: where it finds the task, and the seed, baseline and determinism."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Setup", "TaskRef"]
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """Where a worker finds the task: an attribute of a module, imported by name or by file.
+
+    `module` (a dotted name) is used when the kernel lives in an importable package, so its
+    relative imports work; else `file` is imported by path. `call` (a drop-in `CallSite`)
+    builds the task from the named autotuned kernel and one call's details.
+    """
+
+    file: str
+    name: str
+    inputs: Any = None  # optional picklable callable(seed, device) replacing make_inputs
+    module: str | None = None
+    call: Any = None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a worker loads: the task, the input seed, the baseline config and whether repeated
+    launches must agree bit for bit. A live worker can be sent a new one (see `Worker.retask`)."""
+
+    ref: TaskRef
+    seed: int
+    baseline_json: str | None
+    deterministic: bool
