@@ -28,11 +28,13 @@ class Mismatch(BaseModel):
     atol: float
     dtype: str = ""
     row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
+    summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
 
     def _tolerance(self) -> str:
         if self.rtol == 0 and self.atol == 0:
             return f"{self.dtype}, compared bit for bit"
-        of = " of the row's largest |expected|" if self.row_scaled else ""
+        of = (" of the row's largest |expected|" if self.row_scaled
+              else " of the summed |expected|" if self.summed_over else "")
         return f"{self.dtype}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
 
     def summary(self) -> str:
@@ -40,6 +42,11 @@ class Mismatch(BaseModel):
             f", max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
         if self.unwritten:
             err += f", {self.unwritten} unwritten or NaN"
-        return (f"{self.argument}: {self.mismatched} of {self.total} elements wrong{err}; "
+        what = "elements"
+        if self.summed_over:
+            axes = ", ".join(map(str, self.summed_over))
+            what = (f"sums over axis {axes} (its partials' layout depends on the config, so "
+                    f"their sums are compared)")
+        return (f"{self.argument}: {self.mismatched} of {self.total} {what} wrong{err}; "
                 f"first at {tuple(self.first_index)}: got {self.got}, expected {self.expected} "
                 f"({self._tolerance()})")

@@ -24,6 +24,7 @@ import torch
 
 from ..space.space import Config
 from .check import Mismatch, compare, follows_poison, poison, same_bits
+from .partials import compare_partials
 from .device import device_facts, device_kind, sync
 from .expected import BaselineError, Expected, reference_outputs, tensors_of
 from .messages import CheckResult, TimeResult
@@ -183,9 +184,11 @@ class Runner:
 
     def _compare(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Mismatch | None:
         """`compare` with the task's tolerances; against a baseline (no reference) floats are
-        compared row-scaled: its reduction order is no more right than the config's."""
-        return compare(name, got, want, self.task.tolerances,
-                       row_scaled=self.task.reference is None)
+        compared row-scaled: its reduction order is no more right than the config's. A zeroed
+        buffer of partial sums whose layout depends on the config is compared by its sums."""
+        judge = compare_partials if name in self.zeroed else compare
+        return judge(name, got, want, self.task.tolerances,
+                     row_scaled=self.task.reference is None)
 
     def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
         """The first compared tensor that differs from its expected state, or None."""
