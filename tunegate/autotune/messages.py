@@ -22,12 +22,14 @@ __all__ = ["Check", "CheckResult", "Compile", "CompileResult", "Reply", "Request
 @dataclass(frozen=True)
 class CheckResult:
     """The first mismatch over some draws, on which draw, its vote (on draw 0 without a
-    reference: which group of agreeing wrong outputs) and the seconds the check took."""
+    reference: which group of agreeing wrong outputs), the seconds the check took and how many
+    launches it compared."""
 
     mismatch: Mismatch | None
     draw: int
     vote: str | None
     seconds: float
+    launches: int
 
 
 @dataclass(frozen=True)

@@ -234,16 +234,17 @@ class Runner:
         draw 0 without a reference) the vote of the wrong output. The first draw is launched
         twice, poisoned differently, so that an element left unwritten fails whatever its
         right value (it holds the second poison if the first happened to be right)."""
-        start = time.perf_counter()
+        start, launches = time.perf_counter(), 0
         for i in range(first, first + draws):
             pristine, expected = self.draw(i) if i < FRESH_DRAWS else self._fresh_draw(i)
             for second in (False, True) if i == first else (False,):
                 args = self._launch(pristine, config, second=second)
+                launches += 1
                 bad = self.mismatch(args, expected)
                 if bad is not None:
                     return CheckResult(bad, i, self.vote(args) if i == 0 else None,
-                                       time.perf_counter() - start)
-        return CheckResult(None, first + draws, None, time.perf_counter() - start)
+                                       time.perf_counter() - start, launches)
+        return CheckResult(None, first + draws, None, time.perf_counter() - start, launches)
 
     def stress(self, config: Config, settings: StressCheck) -> StressReport:
         """Many launches over fresh draws, each restored, poisoned (each draw's rounds alternate
