@@ -1,8 +1,10 @@
-"""`FILE[:NAME]` and `module:NAME` references to kernels and tuning tasks.
+"""References to kernels: `FILE[:NAME]` and `module:NAME`, `.fn` chains, and whether a module
+can be re-imported by name (as worker processes do).
 
 Importing the file or module runs the user's own code (it defines their kernels); policies are
 never run. A file's folder is put on `sys.path`, so its sibling imports work as under
-`python FILE`.
+`python FILE`. This module imports neither torch nor triton, so space, policy and autotune all
+use it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from types import ModuleType
 from typing import Any
 from .errors import TunegateError
 
-__all__ = ["KernelFileError", "import_reference", "load_module", "resolve", "unwrap"]
+__all__ = ["KernelFileError", "chain", "import_reference", "importable_name", "jit_function",
+           "load_module", "python_function", "resolve", "split_reference"]
 
 IMPORT_WARN_SECONDS = 10.0  # after this long importing a kernel file, say so on stderr
+USER_MODULE_PREFIX = "tunegate_user_"  # the module name a kernel file is imported under
+MAX_CHAIN = 64  # links followed down a `.fn` chain; an object whose `.fn` never ends stops here
 
 
 class KernelFileError(ValueError, TunegateError):
@@ -62,7 +67,7 @@ def _exec_watched(spec: Any, module: ModuleType, path: Path) -> None:
 def load_module(path: str | Path) -> ModuleType:
     """Import a Python file by path, once per process (keyed by its resolved path)."""
     path = _existing_file(path)
-    name = "tunegate_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    name = USER_MODULE_PREFIX + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
     if str(path.parent) not in sys.path:
@@ -117,9 +122,7 @@ def import_reference(target: str) -> ModuleType:
 def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tuple[Path, Any]:
     """The file and the object `FILE:NAME` or `module:NAME` names; without NAME, the only
     `want` in the file. NAME may be dotted (`ops.matmul_kernel`)."""
-    file, sep, name = reference.rpartition(":")
-    if not sep or (len(file) == 1 and file.isalpha()):  # `C:\\x.py` has no NAME
-        file, name = reference, ""
+    file, name = split_reference(reference)
     module = import_reference(file)
     path = Path(getattr(module, "__file__", None) or file)
     if name:
@@ -140,9 +143,45 @@ def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tupl
     return path, next(iter(found.values()))
 
 
-def unwrap(obj: Any) -> Any:
-    """The `@triton.jit` kernel under `triton.autotune`/`triton.heuristics` wrappers (`.fn`
-    chains); anything else unchanged."""
-    while hasattr(obj, "fn") and not inspect.isfunction(obj) and not inspect.isfunction(obj.fn):
-        obj = obj.fn
-    return obj
+def split_reference(reference: str) -> tuple[str, str]:
+    """(FILE or module, NAME) of `FILE:NAME` / `module:NAME`; NAME is "" when not given."""
+    file, sep, name = reference.rpartition(":")
+    if not sep or (len(file) == 1 and file.isalpha()):  # `C:\\x.py` has no NAME
+        return reference, ""
+    return file, name
+
+
+def importable_name(module: ModuleType | None) -> str | None:
+    """The name another process can import `module` by, or None: a script run as `__main__`
+    and a kernel file imported by path are found by their file instead."""
+    spec = getattr(module, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if not name or name == "__main__" or name.startswith(USER_MODULE_PREFIX):
+        return None
+    return name
+
+
+def chain(obj: Any) -> list[Any]:
+    """`obj`, `obj.fn`, `obj.fn.fn`, … down to the `@triton.jit` object: the wrappers
+    (`triton.autotune`, `triton.heuristics`) and the jit object, never the Python def under
+    it. A plain function is its own chain."""
+    out = [obj]
+    while len(out) < MAX_CHAIN and not inspect.isfunction(out[-1]):
+        inner = getattr(out[-1], "fn", None)
+        if inner is None or inspect.isfunction(inner) or any(inner is o for o in out):
+            break
+        out.append(inner)
+    return out
+
+
+def jit_function(obj: Any) -> Any:
+    """The `@triton.jit` object under any Autotuner/Heuristics wrappers (`obj` itself when
+    it is not wrapped)."""
+    return chain(obj)[-1]
+
+
+def python_function(obj: Any) -> Any:
+    """The Python def under a jit object and its wrappers (`obj` when there is none)."""
+    inner = getattr(jit_function(obj), "fn", None)
+    return inner if inspect.isfunction(inner) else jit_function(obj)
+

@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "api": ("task_ref", "tune"),
+    "api": ("kernel_task", "resolve_task", "task_ref", "tune"),
     "dropin": ("Autotuner", "CallSite", "DropInError", "autotune"),
     "inputs": ("CallerData",),
     "outputs": ("stored_arguments",),
