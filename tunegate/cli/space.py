@@ -28,7 +28,7 @@ def cmd_space_show(args: argparse.Namespace) -> int:
     params = []
     for name, p in space.parameters.items():
         allowed = region.allowed[name]
-        full = list(p.domain.values())
+        full = list(p.domain.scalar.values())
         bound = sorted({d.feature for d in region.binding.drivers if name in d.parameters})
         params.append({"name": name, "domain": p.domain.describe(), "features": bound,
                        "default": p.domain.default(),
