@@ -54,7 +54,8 @@ def wrap(kernel: Any, **tunegate_options: Any) -> Any:
     """
     from triton.runtime.autotuner import Heuristics
 
-    from .autotune.dropin import Autotuner, DropInError, chain
+    from .autotune.dropin import Autotuner, DropInError
+    from .kernelfile import chain
 
     links = chain(kernel)
     index = next((i for i, k in enumerate(links) if hasattr(k, "configs") and hasattr(k, "keys")),

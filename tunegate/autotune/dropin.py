@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import inspect
 import logging
 import os
 import sys
@@ -26,6 +25,7 @@ from triton.runtime.autotuner import Autotuner as TritonAutotuner
 from triton.runtime.autotuner import Heuristics
 
 from ..errors import TunegateError
+from ..kernelfile import chain, importable_name, jit_function, python_function
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
 from ..space.space import Config
@@ -36,7 +36,7 @@ from .task import Args, Task, space_from_triton_configs
 from .tuner import Budget, TuneError, TuneResult, Tuner, baseline_config
 from .worker import TaskRef
 
-__all__ = ["Autotuner", "CallSite", "DropInError", "autotune", "chain", "innermost"]
+__all__ = ["Autotuner", "CallSite", "DropInError", "autotune"]
 
 log = logging.getLogger("tunegate")
 
@@ -50,19 +50,6 @@ _PRUNE_KEYS = ("perf_model", "top_k", "early_config_prune")
 
 class DropInError(ValueError, TunegateError):
     """An argument of the drop-in decorator is invalid; the message names it and the value."""
-
-
-def chain(obj: Any) -> list[Any]:
-    """`obj`, `obj.fn`, `obj.fn.fn`, … down to the `@triton.jit` object (not the Python def)."""
-    out = [obj]
-    while hasattr(out[-1], "fn") and not inspect.isfunction(out[-1].fn):
-        out.append(out[-1].fn)
-    return out
-
-
-def innermost(obj: Any) -> Any:
-    """The `@triton.jit` object under any Autotuner/Heuristics wrappers."""
-    return chain(obj)[-1]
 
 
 def _validate(fn: Any, arg_names: Sequence[str], configs: Any, key: Any, reset_to_zero: Any,
@@ -196,7 +183,7 @@ def _task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) -> Tas
             if getattr(tuner, "user_defined_post_hook", False):
                 tuner.post_hook(full, exception=error)
 
-    return Task(name=innermost(tuner).__name__, kernel=innermost(tuner), space=listed.space,
+    return Task(name=jit_function(tuner).__name__, kernel=jit_function(tuner), space=listed.space,
                 configs=listed.points, grid=(1,), make_inputs=_no_inputs, outputs=call.outputs,
                 reference=call.reference, launch=launch, tolerances=call.tolerances,
                 key=lambda _args: call.problem, restore_value=tuple(tuner.restore_value),
@@ -209,7 +196,7 @@ def _no_inputs(seed: int, device: str = "cpu") -> Args:
 
 def _locate(tuner: TritonAutotuner) -> tuple[TaskRef | None, int, str]:
     """Where a worker re-imports `tuner`: (reference, depth in its `.fn` chain, why not)."""
-    base = innermost(tuner).fn
+    base = python_function(tuner)
     module = sys.modules.get(base.__module__)
     if module is None:
         return None, 0, f"its module {base.__module__!r} is not imported"
@@ -220,11 +207,8 @@ def _locate(tuner: TritonAutotuner) -> tuple[TaskRef | None, int, str]:
         depth = next((i for i, link in enumerate(links) if any(link is t for t in targets)), None)
         if depth is not None:
             file = getattr(module, "__file__", None) or ""
-            spec = getattr(module, "__spec__", None)
-            importable = spec is not None and spec.name and not spec.name.startswith(
-                "tunegate_user_") and spec.name != "__main__"
-            if importable:
-                return TaskRef(file, name, module=spec.name), depth, ""
+            if importable_name(module):
+                return TaskRef(file, name, module=importable_name(module)), depth, ""
             if file:
                 return TaskRef(file, name), depth, ""
             return None, 0, f"module {base.__module__!r} has no file to import"
@@ -417,7 +401,7 @@ class Autotuner(TritonAutotuner):
 def _traits(tuner: Autotuner) -> Any:
     from ..policy import detect_traits
 
-    return detect_traits(innermost(tuner))
+    return detect_traits(jit_function(tuner))
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: dict[str, Any] | None

@@ -11,6 +11,7 @@ import inspect
 import textwrap
 from typing import Any
 
+from ..kernelfile import python_function
 from ..policy.traits import TraitError
 
 __all__ = ["stored_arguments"]
@@ -78,9 +79,7 @@ def stored_arguments(kernel: Any) -> tuple[str, ...]:
     Follows local assignments (`row_ptr = Y + row * stride`); accesses made inside other jit
     functions the kernel calls are not seen, so pass `outputs=` for those.
     """
-    fn = kernel
-    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
-        fn = fn.fn
+    fn = python_function(kernel)
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError) as e:
