@@ -12,7 +12,8 @@ from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
 __all__ = ["best_entry", "bindings", "escape", "explanation", "kernel_loops", "layer_report",
-           "layers_in_brief", "store_listing", "table", "tuning_outcome", "tuning_summary"]
+           "layers_in_brief", "store_listing", "table", "tuning_outcome", "tuning_summary",
+           "tunings_table"]
 
 # C0 and C1 controls (ANSI escapes start with one), DEL, and the invisible or reordering
 # format characters that could make a rule's text lie about what is on the screen.
@@ -280,3 +281,17 @@ def store_listing(bests: Sequence[Any]) -> str:
         rows.append((e["kernel"] or "?", b.problem, b.config.text(), took, partial, e["when"]))
     return table(["kernel", "problem", "best", "time", "partial", "when"], rows) + \
         f"\n\n{len(bests)} stored best config(s)"
+
+
+def tunings_table(tunings: Sequence[Any]) -> str:
+    """One row per drop-in tuning: kernel, key, winner (or why none), time, what was lost."""
+    rows = []
+    for t in tunings:
+        lost = [f"{sum(t.excluded.values())} excluded" if t.excluded else "",
+                f"{sum(t.rejected.values())} rejected" if t.rejected else ""]
+        time = "-" if t.time_ms is None else f"{t.time_ms:.4g} ms"
+        winner = t.winner if t.winner is not None else f"none: {t.error or 'no config left'}"
+        rows.append((t.kernel, t.key or "-", winner[:120], time,
+                     "reused" if t.reused else f"{t.seconds:.1f} s",
+                     f"{t.configs} ({', '.join(x for x in lost if x) or 'all kept'})"))
+    return table(["kernel", "key", "winner", "time", "tuning", "configs"], rows)

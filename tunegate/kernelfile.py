@@ -9,10 +9,12 @@ use it.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 import threading
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Any
 from .errors import TunegateError
 
 __all__ = ["KernelFileError", "chain", "import_reference", "importable_name", "jit_function",
-           "load_module", "python_function", "resolve", "split_reference"]
+           "load_module", "python_function", "require_main_guard", "resolve", "split_reference"]
 
 IMPORT_WARN_SECONDS = 10.0  # after this long importing a kernel file, say so on stderr
 USER_MODULE_PREFIX = "tunegate_user_"  # the module name a kernel file is imported under
@@ -185,3 +187,43 @@ def python_function(obj: Any) -> Any:
     inner = getattr(jit_function(obj), "fn", None)
     return inner if inspect.isfunction(inner) else jit_function(obj)
 
+
+
+def require_main_guard(file: str | Path, what: str) -> None:
+    """Raise when `file`'s own module-level code is running now (on this thread's stack)
+    outside `if __name__ == "__main__":`: worker processes re-import `file`, which would run
+    that code (and `what` with it) again in each of them."""
+    path = os.path.realpath(file)
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and os.path.realpath(
+                frame.f_code.co_filename) == path:
+            if not _under_main_guard(path, frame.f_lineno):
+                raise KernelFileError(
+                    f"{path}:{frame.f_lineno}: {what} runs from the script's top level, which "
+                    "every tuning worker runs again when it imports the script; put the "
+                    "script's own work under `if __name__ == \"__main__\":`")
+            return
+        frame = frame.f_back
+
+
+def _under_main_guard(path: str, line: int) -> bool:
+    """Whether `line` of the file lies in the body of a top-level `if __name__ == "__main__":`."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return True  # cannot tell: let the workers report what happens
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or line):
+                return True
+    return False
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+            and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))

@@ -11,7 +11,9 @@ from typing import Any
 
 _EXPORTS = {
     "api": ("kernel_task", "resolve_task", "task_ref", "tune"),
-    "dropin": ("Autotuner", "CallSite", "DropInError", "autotune"),
+    "dropin": ("Autotuner", "DropInError", "autotune"),
+    "callsite": ("CallSite",),
+    "dropin_report": ("Tuning", "tunings"),
     "inputs": ("CallerData",),
     "outputs": ("stored_arguments",),
     "backend": ("interpret_without_gpu",),
