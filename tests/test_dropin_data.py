@@ -3,6 +3,7 @@ caller's tensors untouched (kernels in tests/kernels/dropin_data.py)."""
 
 from __future__ import annotations
 
+import logging
 import pickle
 from typing import Any
 
@@ -52,6 +53,7 @@ def test_draw_zero_is_the_caller_s_data_and_later_draws_keep_sign_and_scale():
 
 
 def test_right_configs_are_kept_on_valid_values_that_a_redraw_would_break(caplog):
+    caplog.set_level(logging.DEBUG, logger="tunegate")
     plain = jit_function(mod.normalize_kernel)
     x, bad_var = torch.randn(4, 40), -torch.rand(4)  # as a randn redraw of a variance can be
     y0, y1 = torch.empty_like(x), torch.empty_like(x)
