@@ -1,0 +1,31 @@
+"""A stock-triton program for `tunegate run`: one autotuned add; `--top-level` launches it from
+the script's top level (no `__main__` guard), `--no-launch` launches nothing."""
+
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"])
+@triton.jit
+def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+
+def add(n: int) -> bool:
+    x, y = torch.randn(n), torch.randn(n)
+    out = torch.empty(n)
+    add_kernel[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, y, out, n)
+    return torch.allclose(out, x + y)
+
+
+if "--top-level" in sys.argv:  # what the guard below is for: workers re-run this line
+    add(64)
+
+if __name__ == "__main__":
+    if "--no-launch" not in sys.argv:
+        print("ok", add(64), add(48))
