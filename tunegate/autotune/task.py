@@ -12,14 +12,19 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..errors import TunegateError
 from ..space.domains import Choice
 from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
 from .fingerprint import callable_text, digest, jit_dependencies, source_of
 
-__all__ = ["Task", "kernel_hash", "loaded_arguments", "space_from_triton_configs",
+__all__ = ["Task", "TaskError", "kernel_hash", "loaded_arguments", "space_from_triton_configs",
            "triton_config_values"]
 
 Args = dict[str, Any]
+
+
+class TaskError(ValueError, TunegateError):
+    """A task's configs cannot be read: an empty or foreign list, an option it cannot hold."""
 
 
 class Task(BaseModel):
@@ -218,7 +223,7 @@ def _point_in(space: Space, config: Any) -> Any:
         if opt in space.parameters:
             values[opt] = value
         elif value != _TRITON_DEFAULTS.get(opt):
-            raise ValueError(f"{config} sets {opt}={value!r}, which the task's space has no "
+            raise TaskError(f"{config} sets {opt}={value!r}, which the task's space has no "
                              "parameter for")
     return space.complete(values)
 
@@ -232,10 +237,10 @@ def space_from_triton_configs(configs: Sequence[Any], features: Mapping[str, str
     A constexpr some configs leave out is None in those points (the kernel's default applies).
     """
     if not configs:
-        raise ValueError("the list of triton.Config is empty")
+        raise TaskError("the list of triton.Config is empty")
     bad = [c for c in configs if not _is_triton_config(c)]
     if bad:
-        raise ValueError(f"expected triton.Config objects, got {bad[0]!r}")
+        raise TaskError(f"expected triton.Config objects, got {bad[0]!r}")
     points = [triton_config_values(c) for c in configs]
     names = list(dict.fromkeys(n for p in points for n in p))
     points = [{n: p.get(n) for n in names} for p in points]
