@@ -8,6 +8,7 @@ import textwrap
 import time
 from typing import Any, Sequence
 
+from ._text import UNSAFE
 from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
@@ -15,9 +16,6 @@ __all__ = ["best_entry", "bindings", "escape", "explanation", "kernel_loops", "l
            "layers_in_brief", "store_listing", "table", "tuning_outcome", "tuning_summary",
            "tunings_table"]
 
-# C0 and C1 controls (ANSI escapes start with one), DEL, and the invisible or reordering
-# format characters that could make a rule's text lie about what is on the screen.
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
 def _escaped(m: re.Match[str]) -> str:
@@ -30,8 +28,8 @@ def escape(text: Any, *, keep_newlines: bool = False) -> str:
     escapes, so text from a policy file or kernel cannot drive the terminal."""
     text = str(text)
     if keep_newlines:
-        return "\n".join(_UNSAFE.sub(_escaped, line) for line in text.split("\n"))
-    return _UNSAFE.sub(_escaped, text)
+        return "\n".join(UNSAFE.sub(_escaped, line) for line in text.split("\n"))
+    return UNSAFE.sub(_escaped, text)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -10,7 +10,6 @@ use it.
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -20,6 +19,8 @@ import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from ._text import short_hash
 from .errors import TunegateError
 
 __all__ = ["KernelFileError", "chain", "import_reference", "importable_name", "jit_function",
@@ -69,7 +70,7 @@ def _exec_watched(spec: Any, module: ModuleType, path: Path) -> None:
 def load_module(path: str | Path) -> ModuleType:
     """Import a Python file by path, once per process (keyed by its resolved path)."""
     path = _existing_file(path)
-    name = USER_MODULE_PREFIX + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    name = USER_MODULE_PREFIX + short_hash(str(path), 12)
     if name in sys.modules:
         return sys.modules[name]
     if str(path.parent) not in sys.path:

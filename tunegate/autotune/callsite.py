@@ -3,13 +3,13 @@ behind each point of the space made from the kernel's config list."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import triton
 from triton.runtime.autotuner import Autotuner as TritonAutotuner
 
+from .._text import short_hash
 from ..kernelfile import chain, jit_function
 from ..space.space import Config
 from .task import Args, Task, space_from_triton_configs
@@ -52,7 +52,7 @@ def key_text(tuner: TritonAutotuner, key: tuple[Any, ...]) -> str:
 
 def problem(tuner: TritonAutotuner, key: tuple[Any, ...], configs: Sequence[Any]) -> str:
     """The store's problem: the key, plus a digest of the candidate list it was tuned over."""
-    digest = hashlib.sha256("|".join(str(c) for c in configs).encode()).hexdigest()[:10]
+    digest = short_hash("|".join(str(c) for c in configs), 10)
     return f"{key_text(tuner, key)},configs={digest}"
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import inspect
 import os
 import re
 import textwrap
 from typing import Any, Iterable
 
+from .._text import short_hash
 from ..kernelfile import python_function
 
 __all__ = ["CODEGEN_VARIABLES", "callable_text", "codegen_environment", "digest",
@@ -174,8 +174,4 @@ def qualified_name(fn: Any) -> str:
 
 def digest(parts: Iterable[str]) -> str:
     """A short stable hash of text parts."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
+    return short_hash("".join(f"{p}\0" for p in parts))

@@ -7,11 +7,11 @@ isolated workers find them there by name, so nothing about a task needs to be pi
 from __future__ import annotations
 
 import ast
-import hashlib
 from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .._text import short_hash
 from ..errors import TunegateError
 from ..space.domains import Choice
 from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
@@ -151,7 +151,7 @@ def split_config(config: Config) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def kernel_hash(kernel: Any) -> str:
     """A hash of the kernel's source alone: what the store's history is listed by."""
-    return hashlib.sha256(source_of(kernel).encode()).hexdigest()[:16]
+    return short_hash(source_of(kernel))
 
 
 def loaded_arguments(kernel: Any) -> frozenset[str]:
