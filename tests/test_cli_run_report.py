@@ -9,6 +9,8 @@ import sys
 from tests.conftest import KERNELS
 
 SCRIPT = str(KERNELS / "run_add.py")
+TOP_LEVEL_LINE = next(i for i, line in enumerate(open(SCRIPT).read().splitlines(), 1)
+                      if line == "    add(64)")  # the call under `if "--top-level" in ...`
 
 
 def tunegate_run(*argv: str, cwd) -> subprocess.CompletedProcess[str]:
@@ -40,6 +42,17 @@ def test_a_script_tuning_from_its_top_level_is_one_line_saying_what_to_do(tmp_pa
     assert done.returncode == 2
     assert "Traceback" not in done.stderr, done.stderr
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith(f"tunegate: error: {SCRIPT}:27: tuning add_kernel runs from the "
+    assert line.startswith(f"tunegate: error: {SCRIPT}:{TOP_LEVEL_LINE}: tuning add_kernel runs from the "
                            "script's top level"), line
     assert 'if __name__ == "__main__":' in line
+
+
+def test_a_failed_tuning_says_how_to_give_a_library_kernel_a_reference(tmp_path):
+    done = tunegate_run("--wrong-baseline", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("tunegate: error:")]
+    assert "the baseline config looks wrong" in error
+    assert "tunegate.wrap(lib.double_kernel, reference=fn)" in error
+    assert "rule in your policies.toml" in error and "give the task" not in error
+    row = next(line for line in done.stderr.splitlines() if line.startswith("double_kernel"))
+    assert "none: the baseline config looks wrong " in row and "4 (3 rejected)" in row

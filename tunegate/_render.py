@@ -288,8 +288,9 @@ def tunings_table(tunings: Sequence[Any]) -> str:
         lost = [f"{sum(t.excluded.values())} excluded" if t.excluded else "",
                 f"{sum(t.rejected.values())} rejected" if t.rejected else ""]
         time = "-" if t.time_ms is None else f"{t.time_ms:.4g} ms"
-        winner = t.winner if t.winner is not None else f"none: {t.error or 'no config left'}"
-        rows.append((t.kernel, t.key or "-", winner[:120], time,
+        why = (t.error or "no config left").split(":")[0]  # the error itself says the rest
+        winner = t.winner if t.winner is not None else f"none: {why}"
+        rows.append((t.kernel, t.key or "-", winner, time,
                      "reused" if t.reused else f"{t.seconds:.1f} s",
                      f"{t.configs} ({', '.join(x for x in lost if x) or 'all kept'})"))
     return table(["kernel", "key", "winner", "time", "tuning", "configs"], rows)

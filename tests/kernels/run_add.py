@@ -1,5 +1,6 @@
 """A stock-triton program for `tunegate run`: one autotuned add; `--top-level` launches it from
-the script's top level (no `__main__` guard), `--no-launch` launches nothing."""
+the script's top level (no `__main__` guard), `--no-launch` launches nothing, and
+`--wrong-baseline` launches a kernel whose first config (the baseline) is the wrong one."""
 
 import sys
 
@@ -16,6 +17,17 @@ def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
     tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
 
 
+@triton.autotune(configs=[triton.Config({"VARIANT": v}) for v in range(4)], key=["n"])
+@triton.jit
+def double_kernel(x, y, n, VARIANT: tl.constexpr):
+    offs = tl.arange(0, 64)
+    mask = offs < n
+    if VARIANT == 0:
+        tl.store(y + offs, tl.load(x + offs, mask=mask), mask=mask)  # forgot the factor
+    else:
+        tl.store(y + offs, 2 * tl.load(x + offs, mask=mask), mask=mask)
+
+
 def add(n: int) -> bool:
     x, y = torch.randn(n), torch.randn(n)
     out = torch.empty(n)
@@ -27,5 +39,7 @@ if "--top-level" in sys.argv:  # what the guard below is for: workers re-run thi
     add(64)
 
 if __name__ == "__main__":
-    if "--no-launch" not in sys.argv:
+    if "--wrong-baseline" in sys.argv:
+        double_kernel[(1,)](torch.randn(64), torch.empty(64), 64)
+    elif "--no-launch" not in sys.argv:
         print("ok", add(64), add(48))

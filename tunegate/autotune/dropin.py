@@ -206,8 +206,9 @@ class Autotuner(TritonAutotuner):
             result = self._tune(args, kwargs, key, pruned, listed)
         except TuneError as e:
             record(name, shown, len(pruned), excluded, e.result, error=str(e).split("\n")[0])
-            if self.reference is None and "reference" in str(e):
-                raise TuneError(f"{e}. {_GIVE_A_REFERENCE.format(name=name)}", e.result) \
+            if self.reference is None and "reference" in str(e):  # said in the drop-in's terms
+                said = str(e).split("; give the task a reference")[0]
+                raise TuneError(f"{said}. {_GIVE_A_REFERENCE.format(name=name)}", e.result) \
                     from None
             raise
         winner = Config(values={k: v for k, v in result.best.items() if v is not None})
