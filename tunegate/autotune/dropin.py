@@ -2,12 +2,12 @@
 
 `Autotuner` subclasses the installed Triton's, so validation, pruning, hooks, `.cache`,
 `.configs`, `.fn`, `.best_config` and `kernel[grid](...)` keep Triton's meaning. What changes is
-how a key is tuned: configs the policy disables are dropped, the rest are
-measured in isolated worker processes on copies of the call's own tensors (and, for further
-draws, slightly perturbed copies: see `CallerData`), experimental ones are accuracy-checked,
-and so is the winner. The caller's own tensors are only read, never written, while tuning, so
-`reset_to_zero`/`restore_value` need no clean-up afterwards. Each tuning is reported in one
-log line (see `dropin_report`); the reason for each dropped or rejected config is logged at DEBUG.
+how a key is tuned: configs the policy disables are dropped, the rest are measured in
+isolated worker processes on copies of the call's own tensors (and, for further draws, slightly
+perturbed copies: see `CallerData`), experimental ones are accuracy-checked, and so is the
+winner. The caller's own tensors are only read, never written, while tuning, so
+`reset_to_zero`/`restore_value` need no clean-up afterwards. Each tuning is reported in one log
+line (see `dropin_report`); why each dropped or rejected config lost is logged at DEBUG.
 """
 
 from __future__ import annotations
@@ -27,22 +27,23 @@ from ..kernelfile import chain, importable_name, jit_function, python_function, 
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
 from ..space.space import Config
-from .inputs import CallerData
-from .outputs import stored_arguments
 from .callsite import CallSite, Configs, key_text, make_task, problem
 from .dropin_options import TUNER_OPTIONS, DropInError, validate
+from .dropin_report import record
+from .inputs import CallerData
+from .outputs import stored_arguments
 from .store import Store, open_store
 from .tuner import Budget, TuneError, TuneResult, Tuner, baseline_config
-from .dropin_report import record
 from .worker import TaskRef
 
-__all__ = ["Autotuner", "CallSite", "DropInError", "autotune"]
+__all__ = ["Autotuner", "DropInError", "autotune"]
 
 log = logging.getLogger("tunegate")
 
 # Launch options a call site may pass next to the kernel's own arguments.
 CALL_LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "ir_override",
                                  "launch_cooperative_grid", "launch_cluster", "launch_pdl"})
+
 
 def _locate(tuner: TritonAutotuner) -> tuple[TaskRef | None, int, str]:
     """Where a worker re-imports `tuner`: (reference, depth in its `.fn` chain, why not)."""
