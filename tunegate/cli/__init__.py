@@ -14,9 +14,10 @@ import sys
 from typing import Sequence
 
 from . import _args, policy, run, space, store, tune
-from ._exit import EXIT_USAGE, exit_code
+from ._exit import EXIT_DETECTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, exit_code
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_DETECTED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
+           "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
