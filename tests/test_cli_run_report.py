@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import KERNELS
 
 SCRIPT = str(KERNELS / "run_add.py")
@@ -30,6 +32,15 @@ def test_run_ends_with_one_row_per_tuning_on_stderr(tmp_path):
     assert [r.split()[0] for r in rows] == ["add_kernel", "add_kernel"]
     assert "n=64," in rows[0] and "n=48," in rows[1]
     assert all("BLOCK=" in r and " ms " in r and "2 (all kept)" in r for r in rows)
+
+
+@pytest.mark.gpu
+def test_run_on_a_gpu_ends_with_gpu_timed_rows(tmp_path):
+    done = tunegate_run("--cuda", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok True True"
+    rows = [line for line in done.stderr.splitlines() if line.startswith("add_kernel")]
+    assert len(rows) == 2 and all(" ms " in r and "2 (all kept)" in r for r in rows), rows
 
 
 def test_run_prints_no_table_when_nothing_was_tuned(tmp_path):

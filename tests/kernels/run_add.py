@@ -1,6 +1,7 @@
 """A stock-triton program for `tunegate run`: one autotuned add; `--top-level` launches it from
 the script's top level (no `__main__` guard), `--no-launch` launches nothing, and
-`--wrong-baseline` launches a kernel whose first config (the baseline) is the wrong one."""
+`--wrong-baseline` launches a kernel whose first config (the baseline) is the wrong one;
+`--cuda` puts the tensors on the GPU."""
 
 import sys
 
@@ -28,9 +29,12 @@ def double_kernel(x, y, n, VARIANT: tl.constexpr):
         tl.store(y + offs, 2 * tl.load(x + offs, mask=mask), mask=mask)
 
 
+DEVICE = "cuda" if "--cuda" in sys.argv else "cpu"
+
+
 def add(n: int) -> bool:
-    x, y = torch.randn(n), torch.randn(n)
-    out = torch.empty(n)
+    x, y = torch.randn(n, device=DEVICE), torch.randn(n, device=DEVICE)
+    out = torch.empty(n, device=DEVICE)
     add_kernel[lambda m: (triton.cdiv(n, m["BLOCK"]),)](x, y, out, n)
     return torch.allclose(out, x + y)
 
@@ -40,6 +44,6 @@ if "--top-level" in sys.argv:  # what the guard below is for: workers re-run thi
 
 if __name__ == "__main__":
     if "--wrong-baseline" in sys.argv:
-        double_kernel[(1,)](torch.randn(64), torch.empty(64), 64)
+        double_kernel[(1,)](torch.randn(64, device=DEVICE), torch.empty(64, device=DEVICE), 64)
     elif "--no-launch" not in sys.argv:
         print("ok", add(64), add(48))
