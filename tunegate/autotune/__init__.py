@@ -10,7 +10,8 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "api": ("kernel_task", "resolve_task", "task_ref", "tune"),
+    "api": ("tune",),
+    "refs": ("kernel_task", "resolve_task", "task_ref"),
     "dropin": ("Autotuner", "DropInError", "autotune"),
     "callsite": ("CallSite",),
     "dropin_report": ("Tuning", "tunings"),

@@ -15,7 +15,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import sys
 import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
@@ -23,7 +22,7 @@ import triton
 from triton.runtime.autotuner import Autotuner as TritonAutotuner
 from triton.runtime.autotuner import Heuristics
 
-from ..kernelfile import chain, importable_name, jit_function, python_function, require_main_guard
+from ..kernelfile import chain, jit_function, require_main_guard
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
 from ..space.space import Config
@@ -32,6 +31,7 @@ from .dropin_options import TUNER_OPTIONS, DropInError, validate
 from .dropin_report import record
 from .inputs import CallerData
 from .outputs import stored_arguments
+from .refs import locate
 from .store import Store, open_store
 from .tuner import Budget, TuneError, TuneResult, Tuner, baseline_config
 from .worker import TaskRef
@@ -43,28 +43,6 @@ log = logging.getLogger("tunegate")
 # Launch options a call site may pass next to the kernel's own arguments.
 CALL_LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "ir_override",
                                  "launch_cooperative_grid", "launch_cluster", "launch_pdl"})
-
-
-def _locate(tuner: TritonAutotuner) -> tuple[TaskRef | None, int, str]:
-    """Where a worker re-imports `tuner`: (reference, depth in its `.fn` chain, why not)."""
-    base = python_function(tuner)
-    module = sys.modules.get(base.__module__)
-    if module is None:
-        return None, 0, f"its module {base.__module__!r} is not imported"
-    # A kernel made by `wrap()` is found through the Triton autotuner it was made from.
-    targets = [t for t in (tuner, getattr(tuner, "origin", None)) if t is not None]
-    for name, value in list(vars(module).items()):
-        links = chain(value) if hasattr(value, "fn") else []
-        depth = next((i for i, link in enumerate(links) if any(link is t for t in targets)), None)
-        if depth is not None:
-            file = getattr(module, "__file__", None) or ""
-            if importable_name(module):
-                return TaskRef(file, name, module=importable_name(module)), depth, ""
-            if file:
-                return TaskRef(file, name), depth, ""
-            return None, 0, f"module {base.__module__!r} has no file to import"
-    return None, 0, (f"{base.__name__} is not bound to a name at module level of "
-                     f"{base.__module__!r}")
 
 
 # Said after a failure that a reference would settle, in the drop-in's terms: a kernel from a
@@ -218,7 +196,7 @@ class Autotuner(TritonAutotuner):
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
               pruned: list[Any], listed: Configs) -> TuneResult:
-        ref, depth, why = _locate(self)
+        ref, depth, why = locate(self)
         if ref is None:
             raise TuneError(f"cannot tune {self.base_fn.__name__} in worker processes: {why}. "
                             "Define the kernel at module level of an importable module or file")
