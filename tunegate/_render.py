@@ -13,8 +13,8 @@ from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
 __all__ = ["best_entry", "bindings", "escape", "explanation", "kernel_loops", "layer_report",
-           "layers_in_brief", "store_listing", "table", "tuning_outcome", "tuning_summary",
-           "tunings_table"]
+           "layers_in_brief", "progress_line", "store_listing", "table", "tuning_outcome",
+           "tuning_summary", "tunings_table"]
 
 
 
@@ -294,3 +294,22 @@ def tunings_table(tunings: Sequence[Any]) -> str:
                      "reused" if t.reused else f"{t.seconds:.1f} s",
                      f"{t.configs} ({', '.join(x for x in lost if x) or 'all kept'})"))
     return table(["kernel", "key", "winner", "time", "tuning", "configs"], rows)
+
+
+def progress_line(event: dict[str, Any]) -> str | None:
+    """The line `tune` prints on stderr for one of the tuner's progress events (None: none)."""
+    if event["event"] == "start":
+        return f"tuning with the {event['strategy']} strategy, up to {event['budget']} configs"
+    if event["event"] == "trial":
+        t = event["trial"]
+        what = f"{t.time_ms:10.4g} ms" if t.time_ms is not None else f"{t.status:>13}"
+        if t.status == "ok" and t.stressed:
+            what += " (stressed)"
+        text = ", ".join(f"{k}={v}" for k, v in t.config.items())
+        return f"[{event['n']:>3}] {what:<24} {text}"
+    if event["event"] == "winner_check":
+        return f"      stress-checking the fastest: {event['config'].text()}"
+    if event["event"] == "stress":
+        t = event["trial"]
+        return f"      {t.status}: " + (t.reason.summary if t.reason else t.checked())
+    return None

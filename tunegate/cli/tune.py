@@ -19,22 +19,9 @@ __all__ = ["add_parsers"]
 
 def _progress(event: dict[str, Any]) -> None:
     """One line per trial on stderr, for people watching."""
-    if event["event"] == "start":
-        print(f"tuning with the {event['strategy']} strategy, up to {event['budget']} configs",
-              file=sys.stderr)
-    elif event["event"] == "trial":
-        t = event["trial"]
-        what = f"{t.time_ms:10.4g} ms" if t.time_ms is not None else f"{t.status:>13}"
-        if t.status == "ok" and t.stressed:
-            what += " (stressed)"
-        text = ", ".join(f"{k}={v}" for k, v in t.config.items())
-        print(f"[{event['n']:>3}] {what:<24} {text}", file=sys.stderr)
-    elif event["event"] == "winner_check":
-        print(f"      stress-checking the fastest: {event['config'].text()}", file=sys.stderr)
-    elif event["event"] == "stress":
-        t = event["trial"]
-        print(f"      {t.status}: " + (t.reason.summary if t.reason else t.checked()),
-              file=sys.stderr)
+    line = _render.progress_line(event)
+    if line is not None:
+        print(line, file=sys.stderr)
 
 
 @contextmanager
