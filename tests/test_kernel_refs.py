@@ -75,6 +75,11 @@ SCRIPT = """
         tune()
     else:
         tune()
+    try:
+        if "__main__" == __name__ and sys.argv:
+            tune()
+    finally:
+        pass
 """
 
 

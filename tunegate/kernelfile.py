@@ -209,12 +209,13 @@ def require_main_guard(file: str | Path, what: str) -> None:
 
 
 def _under_main_guard(path: str, line: int) -> bool:
-    """Whether `line` of the file lies in the body of a top-level `if __name__ == "__main__":`."""
+    """Whether `line` of the file lies in the body of an `if __name__ == "__main__":` (also
+    one nested in a `try:`, or `if __name__ == "__main__" and ...:`)."""
     try:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return True  # cannot tell: let the workers report what happens
-    for node in tree.body:
+    for node in ast.walk(tree):
         if isinstance(node, ast.If) and _is_main_test(node.test) and node.body:
             if node.body[0].lineno <= line <= (node.body[-1].end_lineno or line):
                 return True
@@ -222,6 +223,9 @@ def _under_main_guard(path: str, line: int) -> bool:
 
 
 def _is_main_test(test: ast.expr) -> bool:
+    """`__name__ == "__main__"` (either way round), alone or in an `and`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_is_main_test(v) for v in test.values)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1
             and isinstance(test.ops[0], ast.Eq)):
         return False
