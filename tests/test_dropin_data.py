@@ -3,6 +3,7 @@ caller's tensors untouched (kernels in tests/kernels/dropin_data.py)."""
 
 from __future__ import annotations
 
+import logging
 import pickle
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from tunegate.autotune.check import compare
-from tunegate.autotune.dropin import innermost
+from tunegate.kernelfile import jit_function
 from tunegate.autotune.inputs import NOISE, CallerData
 from tests.kernels import dropin_data as mod
 
@@ -52,7 +53,8 @@ def test_draw_zero_is_the_caller_s_data_and_later_draws_keep_sign_and_scale():
 
 
 def test_right_configs_are_kept_on_valid_values_that_a_redraw_would_break(caplog):
-    plain = innermost(mod.normalize_kernel)
+    caplog.set_level(logging.DEBUG, logger="tunegate")
+    plain = jit_function(mod.normalize_kernel)
     x, bad_var = torch.randn(4, 40), -torch.rand(4)  # as a randn redraw of a variance can be
     y0, y1 = torch.empty_like(x), torch.empty_like(x)
     plain[(4,)](x, bad_var, y0, 40, BLOCK=16, GUARD=0)
@@ -69,7 +71,7 @@ def test_right_configs_are_kept_on_valid_values_that_a_redraw_would_break(caplog
 
 
 def test_a_config_wrong_only_on_the_caller_s_large_logits_is_rejected():
-    plain = innermost(mod.softmax_kernel)
+    plain = jit_function(mod.softmax_kernel)
     small = torch.randn(3, 16)
     stable, unstable = torch.empty_like(small), torch.empty_like(small)
     plain[(3,)](stable, small, 16, BLOCK=16, STABLE=1)

@@ -34,7 +34,7 @@ def test_import_line_change_tunes_checks_and_keys_on_dtype(write_policy, monkeyp
     monkeypatch.setenv("TUNEGATE_POLICY", str(policy))
     from tests.kernels import dropin_softmax as mod
 
-    caplog.set_level(logging.WARNING, logger="tunegate")
+    caplog.set_level(logging.DEBUG, logger="tunegate")
     x = torch.randn(5, 20)
     assert torch.allclose(mod.softmax(x), torch.softmax(x, dim=1), atol=1e-6)
     kernel = mod.softmax_kernel
@@ -43,6 +43,10 @@ def test_import_line_change_tunes_checks_and_keys_on_dtype(write_policy, monkeyp
     assert kernel.best_config in kernel.configs and kernel.best_config.num_stages == 3
     dropped = [r.getMessage() for r in caplog.records if "dropped config" in r.getMessage()]
     assert len(dropped) == 1 and "deep-pipelines" in dropped[0] and "num_stages: 4" in dropped[0]
+    # One INFO line says what the tuning did: kernel, key, winner, what the policy excluded.
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(lines) == 1 and lines[0].startswith("softmax_kernel [")
+    assert "1 of 3 excluded by the policy (deep-pipelines)" in lines[0], lines[0]
     assert kernel.last_result is not None and kernel.last_result.best is not None
     # Triton's key: the key arguments' values, then every tensor argument's dtype.
     assert list(kernel.cache) == [(20, "torch.float32", "torch.float32")]

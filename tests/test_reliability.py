@@ -23,7 +23,7 @@ def test_run_errors_are_tunegate_errors_and_exit_1(cls, monkeypatch, capsys):
 
     def fail(args):
         raise cls("the baseline broke")
-    monkeypatch.setattr(cli, "cmd_env", fail)
+    monkeypatch.setattr(cli.policy, "cmd_env", fail)
     assert cli.main(["policy", "env"]) == cli.EXIT_DETECTED
     err = capsys.readouterr().err
     assert err.startswith("tunegate: error: the baseline broke") and "Traceback" not in err

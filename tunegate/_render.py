@@ -8,16 +8,15 @@ import textwrap
 import time
 from typing import Any, Sequence
 
+from ._text import UNSAFE
 from .outcome import Outcome
 from .policy import Environment, KernelTraits, LayerReport, Verdict
 from .policy.binding import Binding
 
 __all__ = ["best_entry", "bindings", "escape", "explanation", "kernel_loops", "layer_report",
-           "layers_in_brief", "store_listing", "table", "tuning_outcome", "tuning_summary"]
+           "layers_in_brief", "progress_line", "store_listing", "table", "tuning_outcome",
+           "tuning_summary", "tunings_table"]
 
-# C0 and C1 controls (ANSI escapes start with one), DEL, and the invisible or reordering
-# format characters that could make a rule's text lie about what is on the screen.
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
 def _escaped(m: re.Match[str]) -> str:
@@ -30,8 +29,8 @@ def escape(text: Any, *, keep_newlines: bool = False) -> str:
     escapes, so text from a policy file or kernel cannot drive the terminal."""
     text = str(text)
     if keep_newlines:
-        return "\n".join(_UNSAFE.sub(_escaped, line) for line in text.split("\n"))
-    return _UNSAFE.sub(_escaped, text)
+        return "\n".join(UNSAFE.sub(_escaped, line) for line in text.split("\n"))
+    return UNSAFE.sub(_escaped, text)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -278,3 +277,37 @@ def store_listing(bests: Sequence[Any]) -> str:
         rows.append((e["kernel"] or "?", b.problem, b.config.text(), took, partial, e["when"]))
     return table(["kernel", "problem", "best", "time", "partial", "when"], rows) + \
         f"\n\n{len(bests)} stored best config(s)"
+
+
+def tunings_table(tunings: Sequence[Any]) -> str:
+    """One row per drop-in tuning: kernel, key, winner (or why none), time, what was lost."""
+    rows = []
+    for t in tunings:
+        lost = [f"{sum(t.excluded.values())} excluded" if t.excluded else "",
+                f"{sum(t.rejected.values())} rejected" if t.rejected else ""]
+        time = "-" if t.time_ms is None else f"{t.time_ms:.4g} ms"
+        why = (t.error or "no config left").split(":")[0]  # the error itself says the rest
+        winner = t.winner if t.winner is not None else f"none: {why}"
+        rows.append((t.kernel, t.key or "-", winner, time,
+                     "reused" if t.reused else f"{t.seconds:.1f} s",
+                     f"{t.configs} ({', '.join(x for x in lost if x) or 'all kept'})"))
+    return table(["kernel", "key", "winner", "time", "tuning", "configs"], rows)
+
+
+def progress_line(event: dict[str, Any]) -> str | None:
+    """The line `tune` prints on stderr for one of the tuner's progress events (None: none)."""
+    if event["event"] == "start":
+        return f"tuning with the {event['strategy']} strategy, up to {event['budget']} configs"
+    if event["event"] == "trial":
+        t = event["trial"]
+        what = f"{t.time_ms:10.4g} ms" if t.time_ms is not None else f"{t.status:>13}"
+        if t.status == "ok" and t.stressed:
+            what += " (stressed)"
+        text = ", ".join(f"{k}={v}" for k, v in t.config.items())
+        return f"[{event['n']:>3}] {what:<24} {text}"
+    if event["event"] == "winner_check":
+        return f"      stress-checking the fastest: {event['config'].text()}"
+    if event["event"] == "stress":
+        t = event["trial"]
+        return f"      {t.status}: " + (t.reason.summary if t.reason else t.checked())
+    return None

@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any, Sequence
 
+from .errors import TunegateError
 from .kernelfile import KernelFileError
 
 __all__ = ["install", "installed", "run_program", "uninstall", "wrap"]
@@ -54,7 +55,8 @@ def wrap(kernel: Any, **tunegate_options: Any) -> Any:
     """
     from triton.runtime.autotuner import Heuristics
 
-    from .autotune.dropin import Autotuner, DropInError, chain
+    from .autotune.dropin import Autotuner, DropInError
+    from .kernelfile import chain
 
     links = chain(kernel)
     index = next((i for i, k in enumerate(links) if hasattr(k, "configs") and hasattr(k, "keys")),
@@ -82,9 +84,11 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     """Run a script (or, with `module`, `python -m` style a module) with `install()` active.
 
     Without a GPU the program's kernels run under Triton's interpreter. Returns the
-    program's exit status. The script's folder goes first on `sys.path`, as
-    `python SCRIPT` does; tuning workers re-import the script, so its own work must sit under
-    `if __name__ == "__main__":`.
+    program's exit status; a tunegate error that ends the program is raised, for the CLI to
+    say in one line. The script's folder goes first on `sys.path`, as `python SCRIPT` does;
+    tuning workers re-import the script, so its own work must sit under
+    `if __name__ == "__main__":`. When the program ends, a table of what was tuned (if
+    anything) goes to stderr.
     """
     import runpy
 
@@ -108,12 +112,27 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
             runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as e:
         return _exit_status(e)
+    except TunegateError:  # tunegate's own (a kernel it cannot tune): said in one line
+        raise
     except Exception as e:  # the program's own failure: as `python` reports it, not as ours
         _print_program_traceback(e)
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        _print_tunings()
     return 0
+
+
+def _print_tunings() -> None:
+    """The table of what the drop-in tuned, on stderr; nothing when nothing was tuned."""
+    from . import _render
+    from .autotune import tunings
+
+    done = tunings()
+    if done:
+        sys.stdout.flush()
+        print(f"\ntunegate: {len(done)} tuning(s)\n{_render.tunings_table(done)}",
+              file=sys.stderr, flush=True)
 
 
 def _check_readable(script: str) -> None:

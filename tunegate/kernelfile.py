@@ -1,26 +1,34 @@
-"""`FILE[:NAME]` and `module:NAME` references to kernels and tuning tasks.
+"""References to kernels: `FILE[:NAME]` and `module:NAME`, `.fn` chains, and whether a module
+can be re-imported by name (as worker processes do).
 
 Importing the file or module runs the user's own code (it defines their kernels); policies are
 never run. A file's folder is put on `sys.path`, so its sibling imports work as under
-`python FILE`.
+`python FILE`. This module imports neither torch nor triton, so space, policy and autotune all
+use it.
 """
 
 from __future__ import annotations
 
-import hashlib
+import ast
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from ._text import short_hash
 from .errors import TunegateError
 
-__all__ = ["KernelFileError", "import_reference", "load_module", "resolve", "unwrap"]
+__all__ = ["KernelFileError", "chain", "import_reference", "importable_name", "jit_function",
+           "load_module", "python_function", "require_main_guard", "resolve", "split_reference"]
 
 IMPORT_WARN_SECONDS = 10.0  # after this long importing a kernel file, say so on stderr
+USER_MODULE_PREFIX = "tunegate_user_"  # the module name a kernel file is imported under
+MAX_CHAIN = 64  # links followed down a `.fn` chain; an object whose `.fn` never ends stops here
 
 
 class KernelFileError(ValueError, TunegateError):
@@ -62,7 +70,7 @@ def _exec_watched(spec: Any, module: ModuleType, path: Path) -> None:
 def load_module(path: str | Path) -> ModuleType:
     """Import a Python file by path, once per process (keyed by its resolved path)."""
     path = _existing_file(path)
-    name = "tunegate_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    name = USER_MODULE_PREFIX + short_hash(str(path), 12)
     if name in sys.modules:
         return sys.modules[name]
     if str(path.parent) not in sys.path:
@@ -122,9 +130,7 @@ def import_reference(target: str) -> ModuleType:
 def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tuple[Path, Any]:
     """The file and the object `FILE:NAME` or `module:NAME` names; without NAME, the only
     `want` in the file. NAME may be dotted (`ops.matmul_kernel`)."""
-    file, sep, name = reference.rpartition(":")
-    if not sep or (len(file) == 1 and file.isalpha()):  # `C:\\x.py` has no NAME
-        file, name = reference, ""
+    file, name = split_reference(reference)
     module = import_reference(file)
     path = Path(getattr(module, "__file__", None) or file)
     if name:
@@ -145,9 +151,89 @@ def resolve(reference: str, want: type | tuple[type, ...] | None = None) -> tupl
     return path, next(iter(found.values()))
 
 
-def unwrap(obj: Any) -> Any:
-    """The `@triton.jit` kernel under `triton.autotune`/`triton.heuristics` wrappers (`.fn`
-    chains); anything else unchanged."""
-    while hasattr(obj, "fn") and not inspect.isfunction(obj) and not inspect.isfunction(obj.fn):
-        obj = obj.fn
-    return obj
+def split_reference(reference: str) -> tuple[str, str]:
+    """(FILE or module, NAME) of `FILE:NAME` / `module:NAME`; NAME is "" when not given."""
+    file, sep, name = reference.rpartition(":")
+    if not sep or (len(file) == 1 and file.isalpha()):  # `C:\\x.py` has no NAME
+        return reference, ""
+    return file, name
+
+
+def importable_name(module: ModuleType | None) -> str | None:
+    """The name another process can import `module` by, or None: a script run as `__main__`
+    and a kernel file imported by path are found by their file instead."""
+    spec = getattr(module, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if not name or name == "__main__" or name.startswith(USER_MODULE_PREFIX):
+        return None
+    return name
+
+
+def chain(obj: Any) -> list[Any]:
+    """`obj`, `obj.fn`, `obj.fn.fn`, … down to the `@triton.jit` object: the wrappers
+    (`triton.autotune`, `triton.heuristics`) and the jit object, never the Python def under
+    it. A plain function is its own chain."""
+    out = [obj]
+    while len(out) < MAX_CHAIN and not inspect.isfunction(out[-1]):
+        inner = getattr(out[-1], "fn", None)
+        if inner is None or inspect.isfunction(inner) or any(inner is o for o in out):
+            break
+        out.append(inner)
+    return out
+
+
+def jit_function(obj: Any) -> Any:
+    """The `@triton.jit` object under any Autotuner/Heuristics wrappers (`obj` itself when
+    it is not wrapped)."""
+    return chain(obj)[-1]
+
+
+def python_function(obj: Any) -> Any:
+    """The Python def under a jit object and its wrappers (`obj` when there is none)."""
+    inner = getattr(jit_function(obj), "fn", None)
+    return inner if inspect.isfunction(inner) else jit_function(obj)
+
+
+
+def require_main_guard(file: str | Path, what: str) -> None:
+    """Raise when `file`'s own module-level code is running now (on this thread's stack)
+    outside `if __name__ == "__main__":`: worker processes re-import `file`, which would run
+    that code (and `what` with it) again in each of them."""
+    path = os.path.realpath(file)
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and os.path.realpath(
+                frame.f_code.co_filename) == path:
+            if not _under_main_guard(path, frame.f_lineno):
+                raise KernelFileError(
+                    f"{path}:{frame.f_lineno}: {what} runs from the script's top level, which "
+                    "every tuning worker runs again when it imports the script; put the "
+                    "script's own work under `if __name__ == \"__main__\":`")
+            return
+        frame = frame.f_back
+
+
+def _under_main_guard(path: str, line: int) -> bool:
+    """Whether `line` of the file lies in the body of an `if __name__ == "__main__":` (also
+    one nested in a `try:`, or `if __name__ == "__main__" and ...:`)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return True  # cannot tell: let the workers report what happens
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or line):
+                return True
+    return False
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """`__name__ == "__main__"` (either way round), alone or in an `and`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_is_main_test(v) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+            and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides))

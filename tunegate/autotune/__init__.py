@@ -10,8 +10,11 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "api": ("task_ref", "tune"),
-    "dropin": ("Autotuner", "CallSite", "DropInError", "autotune"),
+    "api": ("tune",),
+    "refs": ("kernel_task", "resolve_task", "task_ref"),
+    "dropin": ("Autotuner", "DropInError", "autotune"),
+    "callsite": ("CallSite",),
+    "dropin_report": ("Tuning", "tunings"),
     "inputs": ("CallerData",),
     "outputs": ("stored_arguments",),
     "backend": ("interpret_without_gpu",),

@@ -12,7 +12,6 @@ from typing import Any
 from ..outcome import Outcome
 from ..policy.binding import Binding, Driver, bind
 from ..policy.predicate import MISSING
-from ..space.domains import PerLoop
 from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import Trial
@@ -30,9 +29,10 @@ def baseline_config(space: Space, binding: Binding | None = None) -> Config:
     values = {n: p.domain.default() for n, p in space.parameters.items()}
     for name, param in space.parameters.items():
         drivers = [d for d in binding.drivers if name in d.parameters]
-        if isinstance(param.domain, PerLoop):
+        if param.domain.per_position:
             features = tuple({*param.features, *(d.feature for d in drivers)})
-            values[name] = tuple(_off(v, param.domain.element, features) for v in values[name])
+            values[name] = param.domain.map_positions(
+                values[name], lambda v, scalar: _off(v, scalar, features))
             continue
         candidates = [values[name], *param.domain.values()]
         values[name] = next((v for v in candidates if not _drives_on(drivers, values, name, v)),

@@ -2,235 +2,56 @@
 
 `Autotuner` subclasses the installed Triton's, so validation, pruning, hooks, `.cache`,
 `.configs`, `.fn`, `.best_config` and `kernel[grid](...)` keep Triton's meaning. What changes is
-how a key is tuned: configs the policy disables are dropped (one log line each), the rest are
-measured in isolated worker processes on copies of the call's own tensors (and, for further
-draws, slightly perturbed copies: see `CallerData`), experimental ones are accuracy-checked,
-and so is the winner. The caller's own tensors are only read, never written, while tuning, so
-`reset_to_zero`/`restore_value` need no clean-up afterwards.
+how a key is tuned: configs the policy disables are dropped, the rest are measured in
+isolated worker processes on copies of the call's own tensors (and, for further draws, slightly
+perturbed copies: see `CallerData`), experimental ones are accuracy-checked, and so is the
+winner. The caller's own tensors are only read, never written, while tuning, so
+`reset_to_zero`/`restore_value` need no clean-up afterwards. Each tuning is reported in one log
+line (see `dropin_report`); why each dropped or rejected config lost is logged at DEBUG.
 """
 
 from __future__ import annotations
 
 import atexit
-import hashlib
-import inspect
 import logging
 import os
-import sys
 import tempfile
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import triton
 from triton.runtime.autotuner import Autotuner as TritonAutotuner
 from triton.runtime.autotuner import Heuristics
 
-from ..errors import TunegateError
+from ..kernelfile import chain, jit_function, require_main_guard
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
 from ..space.space import Config
+from .callsite import CallSite, Configs, key_text, make_task, problem
+from .dropin_options import TUNER_OPTIONS, DropInError, validate
+from .dropin_report import record
 from .inputs import CallerData
 from .outputs import stored_arguments
+from .refs import locate
 from .store import Store, open_store
-from .task import Args, Task, space_from_triton_configs
 from .tuner import Budget, TuneError, TuneResult, Tuner, baseline_config
 from .worker import TaskRef
 
-__all__ = ["Autotuner", "CallSite", "DropInError", "autotune", "chain", "innermost"]
+__all__ = ["Autotuner", "DropInError", "autotune"]
 
 log = logging.getLogger("tunegate")
 
 # Launch options a call site may pass next to the kernel's own arguments.
 CALL_LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "ir_override",
                                  "launch_cooperative_grid", "launch_cluster", "launch_pdl"})
-_TUNER_OPTIONS = ("policy", "env", "store", "strategy", "budget", "seed", "draws", "timeout",
-                  "progress")
-_PRUNE_KEYS = ("perf_model", "top_k", "early_config_prune")
 
 
-class DropInError(ValueError, TunegateError):
-    """An argument of the drop-in decorator is invalid; the message names it and the value."""
-
-
-def chain(obj: Any) -> list[Any]:
-    """`obj`, `obj.fn`, `obj.fn.fn`, … down to the `@triton.jit` object (not the Python def)."""
-    out = [obj]
-    while hasattr(out[-1], "fn") and not inspect.isfunction(out[-1].fn):
-        out.append(out[-1].fn)
-    return out
-
-
-def innermost(obj: Any) -> Any:
-    """The `@triton.jit` object under any Autotuner/Heuristics wrappers."""
-    return chain(obj)[-1]
-
-
-def _validate(fn: Any, arg_names: Sequence[str], configs: Any, key: Any, reset_to_zero: Any,
-              restore_value: Any, prune_configs_by: Any, hooks: dict[str, Any], warmup: Any,
-              rep: Any, use_cuda_graph: Any, cache_results: Any) -> None:
-    """Check every option when decorating, so a mistake is not found at the first launch."""
-    if not hasattr(fn, "arg_names") or not hasattr(fn, "run"):
-        raise DropInError(f"autotune decorates a @triton.jit function (or a @triton.heuristics "
-                          f"of one), got {fn!r}")
-    if configs is not None:
-        bad = [c for c in configs if not isinstance(c, triton.Config)]
-        if isinstance(configs, (str, bytes)) or bad:
-            raise DropInError("configs must be a list of triton.Config, got "
-                              f"{bad[:1] or configs!r}")
-    for param, names in (("key", key), ("reset_to_zero", reset_to_zero or []),
-                         ("restore_value", restore_value or [])):
-        if names is None or isinstance(names, str) or not all(isinstance(k, str) for k in names):
-            raise DropInError(f"{param} must be a list of argument names, got {names!r}")
-        unknown = [n for n in names if n not in arg_names]
-        if unknown:
-            raise DropInError(f"{param} contains names that are not kernel arguments: "
-                              f"{', '.join(unknown)}. Valid argument names are: "
-                              f"{', '.join(arg_names)}.")
-    if prune_configs_by is not None:
-        if not isinstance(prune_configs_by, Mapping):
-            raise DropInError(f"prune_configs_by must be a dict, got {prune_configs_by!r}")
-        unknown = sorted(set(prune_configs_by) - set(_PRUNE_KEYS))
-        if unknown:
-            raise DropInError(f"prune_configs_by has unknown keys {unknown}; it takes "
-                              f"{', '.join(_PRUNE_KEYS)}")
-        for name in ("perf_model", "early_config_prune"):
-            if prune_configs_by.get(name) is not None and not callable(prune_configs_by[name]):
-                raise DropInError(f"prune_configs_by[{name!r}] must be callable")
-        top_k = prune_configs_by.get("top_k", 1.0)
-        if isinstance(top_k, bool) or not (isinstance(top_k, int) and top_k >= 1 or
-                                           isinstance(top_k, float) and 0 < top_k <= 1.0):
-            raise DropInError(f"prune_configs_by['top_k'] must be an int >= 1 or a float in "
-                              f"(0, 1], got {top_k!r}")
-    for name, value in hooks.items():
-        if value is not None and not callable(value):
-            raise DropInError(f"{name} must be callable, got {value!r}")
-    for name, value in (("warmup", warmup), ("rep", rep)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or value <= 0):
-            raise DropInError(f"{name} must be a positive number of milliseconds, got {value!r}")
-    for name, value in (("use_cuda_graph", use_cuda_graph), ("cache_results", cache_results)):
-        if not isinstance(value, bool):
-            raise DropInError(f"{name} must be True or False, got {value!r}")
-
-
-@dataclass(frozen=True)
-class CallSite:
-    """What a worker needs, besides the module it re-imports, to launch one call's configs.
-
-    The grid (often a lambda over local sizes) is evaluated here, per config, because a worker
-    cannot import a closure. `entries` are indices into the autotuner's `configs`, or
-    (picklable) configs that pruning made.
-    """
-
-    depth: int
-    problem: str
-    entries: tuple[Any, ...]
-    grids: dict[str, tuple[int, ...]]
-    launch: dict[str, Any]
-    outputs: tuple[str, ...]
-    features: dict[str, str] = field(default_factory=dict)
-    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
-    reference: Callable[..., Any] | None = None
-
-    def task(self, obj: Any) -> Task:
-        """The task of the autotuner `depth` steps down `obj` (re-imported by the worker)."""
-        tuner = chain(obj)[self.depth]
-        configs = [tuner.configs[e] if isinstance(e, int) else e for e in self.entries]
-        return _task(tuner, self, configs)
-
-
-def _problem(tuner: TritonAutotuner, key: tuple[Any, ...], configs: Sequence[Any]) -> str:
-    """Triton's tuning key as text, plus a digest of the candidate list it was tuned over."""
-    digest = hashlib.sha256("|".join(str(c) for c in configs).encode()).hexdigest()[:10]
-    names = [k for k in tuner.keys]
-    parts = [f"{n}={v}" for n, v in zip(names, key)] + [str(v) for v in key[len(names):]]
-    return ",".join(parts) + f",configs={digest}"
-
-
-class _Configs:
-    """The triton.Config behind each point of the space made from a config list."""
-
-    def __init__(self, configs: Sequence[Any], features: Mapping[str, str]) -> None:
-        self.configs = list(configs)
-        self.space, self.points = space_from_triton_configs(configs, features)
-        self.by_key: dict[str, Any] = {}
-        for point, config in zip(self.points, self.configs):
-            self.by_key.setdefault(point.key(), config)
-        hooks = {c.pre_hook for c in self.configs}
-        self.shared_hook = next(iter(hooks)) if len(hooks) == 1 else None
-
-    def triton_config(self, point: Config) -> Any:
-        """The listed config at `point`, else one built from its values (the baseline)."""
-        if point.key() in self.by_key:
-            return self.by_key[point.key()]
-        values = {k: v for k, v in point.values.items() if v is not None}
-        launch = {k: values.pop(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
-                  if k in values}
-        return triton.Config(values, **launch, pre_hook=self.shared_hook)
-
-
-def _task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) -> Task:
-    listed = _Configs(configs, call.features)
-    reset = tuple(getattr(tuner, "reset_to_zero", ()))
-
-    def launch(args: Args, point: Config) -> None:
-        config = listed.triton_config(point)
-        current = {**call.launch, **config.all_kwargs()}
-        full = {**args, **current}
-        if config.pre_hook is not None:
-            config.pre_hook(full)
-        if getattr(tuner, "user_defined_pre_hook", False):
-            tuner.pre_hook(full)
-        for name in reset:  # Triton's default pre_hook; a user pre_hook replaces it
-            if not getattr(tuner, "user_defined_pre_hook", False) and args[name] is not None:
-                args[name].zero_()
-        if point.key() not in call.grids:
-            raise TuneError(f"no launch grid was worked out for {point.text()}")
-        error: Exception | None = None
-        try:
-            tuner.fn.run(grid=call.grids[point.key()], warmup=False, **args, **current)
-        except Exception as e:
-            error = e
-            raise
-        finally:
-            if getattr(tuner, "user_defined_post_hook", False):
-                tuner.post_hook(full, exception=error)
-
-    return Task(name=innermost(tuner).__name__, kernel=innermost(tuner), space=listed.space,
-                configs=listed.points, grid=(1,), make_inputs=_no_inputs, outputs=call.outputs,
-                reference=call.reference, launch=launch, tolerances=call.tolerances,
-                key=lambda _args: call.problem, restore_value=tuple(tuner.restore_value),
-                reset_to_zero=reset, do_bench=getattr(tuner, "_do_bench", None))
-
-
-def _no_inputs(seed: int, device: str = "cpu") -> Args:
-    raise TuneError("a drop-in kernel draws its inputs from the call it is tuned on")
-
-
-def _locate(tuner: TritonAutotuner) -> tuple[TaskRef | None, int, str]:
-    """Where a worker re-imports `tuner`: (reference, depth in its `.fn` chain, why not)."""
-    base = innermost(tuner).fn
-    module = sys.modules.get(base.__module__)
-    if module is None:
-        return None, 0, f"its module {base.__module__!r} is not imported"
-    # A kernel made by `wrap()` is found through the Triton autotuner it was made from.
-    targets = [t for t in (tuner, getattr(tuner, "origin", None)) if t is not None]
-    for name, value in list(vars(module).items()):
-        links = chain(value) if hasattr(value, "fn") else []
-        depth = next((i for i, link in enumerate(links) if any(link is t for t in targets)), None)
-        if depth is not None:
-            file = getattr(module, "__file__", None) or ""
-            spec = getattr(module, "__spec__", None)
-            importable = spec is not None and spec.name and not spec.name.startswith(
-                "tunegate_user_") and spec.name != "__main__"
-            if importable:
-                return TaskRef(file, name, module=spec.name), depth, ""
-            if file:
-                return TaskRef(file, name), depth, ""
-            return None, 0, f"module {base.__module__!r} has no file to import"
-    return None, 0, (f"{base.__name__} is not bound to a name at module level of "
-                     f"{base.__module__!r}")
-
+# Said after a failure that a reference would settle, in the drop-in's terms: a kernel from a
+# library cannot be edited, so the reference (or a policy rule) is given from outside it.
+_GIVE_A_REFERENCE = (
+    "Give {name} a reference: `reference=` of the autotune decorator, or, for a kernel you "
+    "cannot edit (one from a library), `tunegate.wrap(lib.{name}, reference=fn)` before the "
+    "program uses it; or exclude the wrong configs with a rule in your policies.toml "
+    "(`tunegate policy explain` shows a config's fields)")
 
 _SCRATCH: dict[str, Store] = {}
 
@@ -267,11 +88,11 @@ class Autotuner(TritonAutotuner):
                  features: Mapping[str, str] | None = None,
                  tolerances: Mapping[str, tuple[float, float]] | None = None,
                  grid: Any = None, **options: Any) -> None:
-        _validate(fn, arg_names or [], configs, key, reset_to_zero, restore_value,
+        validate(fn, arg_names or [], configs, key, reset_to_zero, restore_value,
                   prune_configs_by, {"pre_hook": pre_hook, "post_hook": post_hook,
                                      "do_bench": do_bench, "reference": reference},
                   warmup, rep, use_cuda_graph, cache_results)
-        unknown = sorted(set(options) - set(_TUNER_OPTIONS))
+        unknown = sorted(set(options) - set(TUNER_OPTIONS))
         if unknown:
             raise DropInError(f"autotune got unknown options {unknown}")
         super().__init__(fn, arg_names, configs, key, reset_to_zero, restore_value,
@@ -338,40 +159,61 @@ class Autotuner(TritonAutotuner):
     def _choose(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...]) -> Any:
         pruned = self.prune_configs(kwargs) if len(self.configs) > 1 else list(self.configs)
         policy, env = self._gate()
-        listed = _Configs(pruned, self.features)
+        listed = Configs(pruned, self.features)
         region = policy.gate(listed.space, env, _traits(self))
-        allowed = []
+        allowed, excluded = [], []
         for point, config in zip(listed.points, pruned):
             verdict = region.verdict(point)
             if verdict.excluded:
-                why = "; ".join(r.line() for r in verdict.reasons())
-                log.warning("%s: dropped config %s: %s", self.base_fn.__name__, config, why)
+                reasons = verdict.reasons()
+                excluded.append(next((r.rule for r in reasons if r.rule), "policy"))
+                log.debug("%s: dropped config %s: %s", self.base_fn.__name__, config,
+                          "; ".join(r.line() for r in reasons))
             else:
                 allowed.append(config)
+        name, shown = self.base_fn.__name__, key_text(self, key)
         if not allowed:
-            raise TuneError(f"every config of {self.base_fn.__name__} is excluded by the policy "
-                            "here (see the log lines above, or `tunegate policy explain`)")
+            error = (f"every config of {name} is excluded by the policy here (rules: "
+                     f"{', '.join(sorted(set(excluded)))}). `tunegate policy explain CONFIG "
+                     f"--kernel FILE:{name}` says why; a rule can be switched off for this "
+                     "project in a higher policy layer (policies.toml, $TUNEGATE_POLICY)")
+            record(name, shown, len(pruned), excluded, error=error)
+            raise TuneError(error)
         if len(pruned) == 1:
             return allowed[0]  # as Triton: one candidate is used without measuring it
-        return self._tune(args, kwargs, key, pruned, listed)
+        try:
+            result = self._tune(args, kwargs, key, pruned, listed)
+        except TuneError as e:
+            record(name, shown, len(pruned), excluded, e.result, error=str(e).split("\n")[0])
+            if self.reference is None and "reference" in str(e):  # said in the drop-in's terms
+                said = str(e).split("; give the task a reference")[0]
+                raise TuneError(f"{said}. {_GIVE_A_REFERENCE.format(name=name)}", e.result) \
+                    from None
+            raise
+        winner = Config(values={k: v for k, v in result.best.items() if v is not None})
+        record(name, shown, len(pruned), excluded, result, winner=winner.text())
+        return listed.triton_config(Config(values=result.best))
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
-              pruned: list[Any], listed: _Configs) -> Any:
-        ref, depth, why = _locate(self)
+              pruned: list[Any], listed: Configs) -> TuneResult:
+        ref, depth, why = locate(self)
         if ref is None:
             raise TuneError(f"cannot tune {self.base_fn.__name__} in worker processes: {why}. "
                             "Define the kernel at module level of an importable module or file")
+        if ref.module is None:  # workers import the file: its top level runs in each of them
+            require_main_guard(ref.file, f"tuning {self.base_fn.__name__}")
         call_kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         launch = {k: v for k, v in call_kwargs.items() if k in CALL_LAUNCH_OPTIONS}
         bound = {**self.nargs, **{k: v for k, v in call_kwargs.items() if k not in launch}}
         entries = tuple(next((i for i, c in enumerate(self.configs) if c is p), p)
                         for p in pruned)
-        candidates = [*listed.points, baseline_config(listed.space, bind(listed.space, _traits(self)))]
+        candidates = [*listed.points,
+                      baseline_config(listed.space, bind(listed.space, _traits(self)))]
         grids = {p.key(): self._grid(kwargs["grid"], bound, launch, listed.triton_config(p))
                  for p in candidates}
         outputs = self.outputs if self.outputs is not None else tuple(
             n for n in stored_arguments(self) if hasattr(bound.get(n), "dtype"))
-        call = CallSite(depth=depth, problem=_problem(self, key, pruned), entries=entries,
+        call = CallSite(depth=depth, problem=problem(self, key, pruned), entries=entries,
                         grids=grids, launch=launch, outputs=outputs, features=self.features,
                         tolerances=self.tolerances, reference=self.reference)
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
@@ -383,19 +225,19 @@ class Autotuner(TritonAutotuner):
         options.setdefault("store", None if self.persist else _scratch_store())
         if isinstance(options["store"], (str, os.PathLike)) or options["store"] is None:
             options["store"] = open_store(options["store"])
-        tuner = Tuner(_task(self, call, pruned), ref, policy=policy, env=env,
+        tuner = Tuner(make_task(self, call, pruned), ref, policy=policy, env=env,
                       budget=budget if isinstance(budget, Budget) else Budget(configs=budget),
                       **options)
         try:
             result = tuner.run()
-        finally:  # say why each config lost, also when none is left
+        finally:  # why each config lost, also when none is left
             for trial in getattr(tuner, "trials", []):
                 if trial.status != "ok" and trial.reason is not None:
-                    log.warning("%s: rejected config %s: %s", self.base_fn.__name__,
-                                Config(values=trial.config).text(), trial.reason.line())
+                    log.debug("%s: rejected config %s: %s", self.base_fn.__name__,
+                              Config(values=trial.config).text(), trial.reason.line())
         self.last_result = result
         assert result.best is not None
-        return listed.triton_config(Config(values=result.best))
+        return result
 
     def _grid(self, grid: Any, bound: Args, launch: dict[str, Any],
               config: Any) -> tuple[int, ...]:
@@ -417,7 +259,7 @@ class Autotuner(TritonAutotuner):
 def _traits(tuner: Autotuner) -> Any:
     from ..policy import detect_traits
 
-    return detect_traits(innermost(tuner))
+    return detect_traits(jit_function(tuner))
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: dict[str, Any] | None

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import inspect
 import os
 import re
 import textwrap
 from typing import Any, Iterable
+
+from .._text import short_hash
+from ..kernelfile import python_function
 
 __all__ = ["CODEGEN_VARIABLES", "callable_text", "codegen_environment", "digest",
            "jit_dependencies", "qualified_name", "source_of", "stable_repr"]
@@ -49,7 +51,7 @@ def codegen_environment() -> dict[str, str]:
 def source_of(obj: Any) -> str:
     """The source text of a function (or of a jit function's Python function), else its repr
     without memory addresses (which differ between processes)."""
-    fn = _python_function(obj)
+    fn = python_function(obj)
     try:
         return textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
@@ -134,18 +136,12 @@ def _names(source: str) -> set[str]:
     return out
 
 
-def _python_function(obj: Any) -> Any:
-    while hasattr(obj, "fn") and obj.fn is not obj:
-        obj = obj.fn
-    return obj
-
-
 def _user_kernel(value: Any) -> bool:
     """A jit function (compiled or interpreted) that is not part of Triton itself."""
     from triton.runtime.jit import KernelInterface
 
     return (isinstance(value, KernelInterface)
-            and not getattr(_python_function(value), "__module__", "").startswith("triton."))
+            and not getattr(python_function(value), "__module__", "").startswith("triton."))
 
 
 def jit_dependencies(kernel: Any) -> list[Any]:
@@ -156,7 +152,7 @@ def jit_dependencies(kernel: Any) -> list[Any]:
 
     def visit(fn: Any) -> None:
         names = _names(source_of(fn))
-        scope: dict[str, Any] = dict(getattr(_python_function(fn), "__globals__", {}))
+        scope: dict[str, Any] = dict(getattr(python_function(fn), "__globals__", {}))
         for name in names:
             value = scope.get(name)
             candidates: list[Any] = [value]
@@ -172,14 +168,10 @@ def jit_dependencies(kernel: Any) -> list[Any]:
 
 
 def qualified_name(fn: Any) -> str:
-    py = _python_function(fn)
+    py = python_function(fn)
     return f"{getattr(py, '__module__', '')}.{getattr(py, '__qualname__', repr(py))}"
 
 
 def digest(parts: Iterable[str]) -> str:
     """A short stable hash of text parts."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
+    return short_hash("".join(f"{p}\0" for p in parts))

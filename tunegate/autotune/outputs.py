@@ -1,7 +1,9 @@
-"""Which kernel arguments a `@triton.jit` function writes, read from its source with `ast`.
+"""Which kernel arguments a `@triton.jit` function reads and writes through, read from its
+source with `ast` in one pass (`argument_accesses`).
 
 The drop-in decorator needs the outputs (to poison them before each checked run) without the
-user naming them: an argument is an output when a store or atomic reaches memory through it.
+user naming them: an argument is an output when a store or atomic reaches memory through it;
+a task needs the outputs it also loads (updated in place: never poisoned).
 """
 
 from __future__ import annotations
@@ -9,11 +11,13 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
+from ..kernelfile import python_function
 from ..policy.traits import TraitError
 
-__all__ = ["stored_arguments"]
+__all__ = ["Accesses", "argument_accesses", "stored_arguments"]
 
 _WRITES = ("store", "atomic_")
 # Calls that make a pointer (or descriptor) from their first argument or `base=`.
@@ -69,6 +73,16 @@ def _accessed_roots(call: ast.Call, kind: Any) -> set[str]:
     return _roots(first)
 
 
+@dataclass(frozen=True)
+class Accesses:
+    """The kernel's runtime parameters in signature order, and the names each kind of access
+    reaches memory through (local pointer arithmetic followed back to its parameters)."""
+
+    parameters: tuple[str, ...]
+    read: frozenset[str]
+    written: frozenset[str]
+
+
 def stored_arguments(kernel: Any) -> tuple[str, ...]:
     """Parameters of `kernel` that a store or atomic writes through and no load reads, in
     signature order: the outputs whose old contents do not matter.
@@ -78,9 +92,14 @@ def stored_arguments(kernel: Any) -> tuple[str, ...]:
     Follows local assignments (`row_ptr = Y + row * stride`); accesses made inside other jit
     functions the kernel calls are not seen, so pass `outputs=` for those.
     """
-    fn = kernel
-    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
-        fn = fn.fn
+    seen = argument_accesses(kernel)
+    return tuple(p for p in seen.parameters if p in seen.written and p not in seen.read)
+
+
+def argument_accesses(kernel: Any) -> Accesses:
+    """What `kernel`'s loads and stores (and atomics) reach memory through; `TraitError` when
+    its source cannot be read."""
+    fn = python_function(kernel)
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError) as e:
@@ -100,7 +119,7 @@ def stored_arguments(kernel: Any) -> tuple[str, ...]:
     calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
     written = _reach(set().union(*(_accessed_roots(c, _is_write) for c in calls)), assigned)
     read = _reach(set().union(*(_accessed_roots(c, _is_read) for c in calls)), assigned)
-    return tuple(p for p in params if p in written and p not in read)
+    return Accesses(parameters=tuple(params), read=frozenset(read), written=frozenset(written))
 
 
 def _reach(names: set[str], assigned: dict[str, set[str]]) -> set[str]:

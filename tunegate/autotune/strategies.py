@@ -9,6 +9,7 @@ import random
 from abc import ABC, abstractmethod
 from typing import ClassVar, Mapping, Sequence
 
+from ..errors import UsageError
 from ..policy.region import Region
 from ..space.space import Config, InvalidConfig
 
@@ -141,7 +142,7 @@ def make_strategy(name: str, region: Region, rng: random.Random, *, budget: int,
         size = len(points) if points is not None else region.upper_bound()
         name = "exhaustive" if size <= budget else "pattern"
     if name not in STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r} (known: auto, {', '.join(STRATEGIES)})")
+        raise UsageError(f"unknown strategy {name!r} (known: auto, {', '.join(STRATEGIES)})")
     # Exhaustive batches are large so that a GPU compiles many configs in parallel at once.
     return STRATEGIES[name](region, rng, points, batch=64 if name == "exhaustive" else 8,
                             prior=prior)

@@ -6,20 +6,24 @@ isolated workers find them there by name, so nothing about a task needs to be pi
 
 from __future__ import annotations
 
-import ast
-import hashlib
 from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .._text import short_hash
+from ..errors import TunegateError
 from ..space.domains import Choice
 from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
 from .fingerprint import callable_text, digest, jit_dependencies, source_of
 
-__all__ = ["Task", "kernel_hash", "loaded_arguments", "space_from_triton_configs",
+__all__ = ["Task", "TaskError", "kernel_hash", "space_from_triton_configs",
            "triton_config_values"]
 
 Args = dict[str, Any]
+
+
+class TaskError(ValueError, TunegateError):
+    """A task's configs cannot be read: an empty or foreign list, an option it cannot hold."""
 
 
 class Task(BaseModel):
@@ -100,15 +104,16 @@ class Task(BaseModel):
         source where trait detection found an in-place argument. Never poisoned."""
         from ..policy import detect_traits
         from ..policy.traits import TraitError
+        from .outputs import argument_accesses
 
         named = [n for n in self.restore_value]
         try:
             in_place = "in_place" in detect_traits(self.kernel).traits
+            loaded = argument_accesses(self.kernel).read if in_place and self.launch is None \
+                else frozenset()
         except TraitError:
-            in_place = False
-        if in_place and self.launch is None:
-            loaded = loaded_arguments(self.kernel)
-            named += [n for n in self.outputs if n in loaded]
+            loaded = frozenset()
+        named += [n for n in self.outputs if n in loaded]
         return tuple(dict.fromkeys(named))
 
     def problem_key(self, args: Args) -> str:
@@ -146,46 +151,7 @@ def split_config(config: Config) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def kernel_hash(kernel: Any) -> str:
     """A hash of the kernel's source alone: what the store's history is listed by."""
-    return hashlib.sha256(source_of(kernel).encode()).hexdigest()[:16]
-
-
-def loaded_arguments(kernel: Any) -> frozenset[str]:
-    """Parameters of the kernel that a `tl.load` reads through, directly or through local
-    pointer arithmetic (`p = x_ptr + offs; tl.load(p)`)."""
-    try:
-        tree = ast.parse(source_of(kernel))
-    except SyntaxError:
-        return frozenset()
-    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
-    if fn is None:
-        return frozenset()
-    params = {a.arg for a in fn.args.args}
-    derived: dict[str, set[str]] = {}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign):
-            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-            for target in node.targets:
-                for t in ast.walk(target):
-                    if isinstance(t, ast.Name):
-                        derived.setdefault(t.id, set()).update(used)
-
-    def roots(name: str, seen: set[str]) -> set[str]:
-        if name in params:
-            return {name}
-        if name in seen:
-            return set()
-        seen.add(name)
-        return set().union(*(roots(n, seen) for n in derived.get(name, ())))
-
-    out: set[str] = set()
-    for node in ast.walk(fn):
-        if (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
-                and getattr(node.func, "attr", getattr(node.func, "id", None)) == "load"
-                and node.args):
-            for n in ast.walk(node.args[0]):
-                if isinstance(n, ast.Name):
-                    out |= roots(n.id, set())
-    return frozenset(out)
+    return short_hash(source_of(kernel))
 
 
 _TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
@@ -218,7 +184,7 @@ def _point_in(space: Space, config: Any) -> Any:
         if opt in space.parameters:
             values[opt] = value
         elif value != _TRITON_DEFAULTS.get(opt):
-            raise ValueError(f"{config} sets {opt}={value!r}, which the task's space has no "
+            raise TaskError(f"{config} sets {opt}={value!r}, which the task's space has no "
                              "parameter for")
     return space.complete(values)
 
@@ -232,10 +198,10 @@ def space_from_triton_configs(configs: Sequence[Any], features: Mapping[str, str
     A constexpr some configs leave out is None in those points (the kernel's default applies).
     """
     if not configs:
-        raise ValueError("the list of triton.Config is empty")
+        raise TaskError("the list of triton.Config is empty")
     bad = [c for c in configs if not _is_triton_config(c)]
     if bad:
-        raise ValueError(f"expected triton.Config objects, got {bad[0]!r}")
+        raise TaskError(f"expected triton.Config objects, got {bad[0]!r}")
     points = [triton_config_values(c) for c in configs]
     names = list(dict.fromkeys(n for p in points for n in p))
     points = [{n: p.get(n) for n in names} for p in points]

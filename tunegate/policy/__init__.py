@@ -10,9 +10,9 @@ __all__ = [
     "ENV_FACTS", "TRAITS", "AppliedLayer", "Conditions", "EmptyRegion", "Environment",
     "Inactive", "InvalidEnvironment", "InvalidGate", "KernelTraits", "LayerReport", "Override",
     "Policy", "PolicyError", "Possible", "Predicate", "PredicateSyntaxError", "Problem", "Region",
-    "Removal", "Rule", "RuleMatch", "RuleSource", "SwitchOff", "TraitError", "Verdict",
-    "VersionGate", "builtin_policy_path", "detect_environment", "detect_traits",
-    "discover_layers", "load_file",
+    "Removal", "Rule", "RuleMatch", "RuleSource", "RuleState", "SwitchOff", "TraitError",
+    "Verdict", "VersionGate", "builtin_policy_path", "detect_environment", "detect_traits",
+    "discover_layers", "load_file", "rule_state",
 ]
 
 _SOURCES = {
@@ -26,7 +26,8 @@ _SOURCES = {
     **dict.fromkeys(("EmptyRegion", "Region", "Removal"), ".region"),
     **dict.fromkeys(("Conditions", "Rule", "RuleSource", "SwitchOff"), ".rules"),
     **dict.fromkeys(("TRAITS", "KernelTraits", "TraitError", "detect_traits"), ".traits"),
-    **dict.fromkeys(("Inactive", "Possible", "RuleMatch", "Verdict"), ".verdict"),
+    **dict.fromkeys(("Inactive", "Possible", "RuleMatch", "RuleState", "Verdict", "rule_state"),
+                    ".verdict"),
     **dict.fromkeys(("InvalidGate", "VersionGate"), ".versions"),
 }
 

@@ -18,6 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Any, Union
+from .._text import UNSAFE
 from ..errors import TunegateError
 
 _TOKEN = re.compile(
@@ -38,7 +39,6 @@ MAX_DEPTH = 32  # parentheses, `not`s and nested lists together
 MAX_DIGITS = 30
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 class PredicateSyntaxError(ValueError, TunegateError):
@@ -46,7 +46,7 @@ class PredicateSyntaxError(ValueError, TunegateError):
 
     def __init__(self, message: str, text: str, pos: int) -> None:
         self.text, self.pos = text, pos
-        shown = _UNPRINTABLE.sub("\ufffd", text)  # one character each: the caret still points
+        shown = UNSAFE.sub("\ufffd", text)  # one character each: the caret still points
         super().__init__(f"{message}\n    {shown}\n    {' ' * pos}^")
 
 

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from ..errors import TunegateError
+from ..kernelfile import python_function
 
 __all__ = ["FunctionSource", "SourceError", "from_object", "from_text"]
 
@@ -115,7 +116,7 @@ def from_text(text: str, name: str | None = None) -> FunctionSource:
 
 def from_object(kernel: Any) -> FunctionSource:
     """The source of a jitted kernel (or plain function), resolving names through its globals."""
-    fn: Callable[..., Any] = getattr(kernel, "fn", kernel)
+    fn: Callable[..., Any] = python_function(kernel)
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:

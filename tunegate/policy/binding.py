@@ -14,7 +14,6 @@ from typing import Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from ..space.domains import PerLoop
 from ..space.features import FEATURES, uses
 from ..space.space import Space
 from ._arith import evaluate
@@ -210,7 +209,7 @@ def bind(space: Space | None, traits: KernelTraits | None = None) -> Binding:
     drivers = [d for d in auto if not d.parameters]  # literals written in the kernel
     for name, param in space.parameters.items():
         mine = [d for d in auto if name in d.parameters]
-        if isinstance(param.domain, PerLoop):  # Helion's lists: loop i is Helion's loop i
+        if param.domain.per_position:  # Helion's lists: loop i is Helion's loop i
             drivers += [Driver(feature=f, parameters=(name,)) for f in param.features]
         elif param.features:
             drivers += _declared(name, param.features, mine, notes)

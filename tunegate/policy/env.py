@@ -9,7 +9,6 @@ for what-if explanations and tests; a fact that is `None` is unknown.
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib.util
 import os
 import re
@@ -20,6 +19,7 @@ from typing import Any, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .versions import InvalidGate, parse_version
+from .._text import UNSAFE, short_hash
 from ..errors import TunegateError
 
 __all__ = ["ENV_FACTS", "Environment", "InvalidEnvironment", "detect_environment"]
@@ -83,7 +83,7 @@ class Environment(BaseModel):
         """A short stable hash of the facts that change generated code or its behaviour."""
         facts = self.model_dump(exclude={"overridden", "range_args"})
         text = ";".join(f"{k}={facts[k]}" for k in sorted(facts))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return short_hash(text)
 
     def describe(self) -> dict[str, str]:
         """Each fact as text, 'unknown' where it is not known."""
@@ -93,7 +93,6 @@ class Environment(BaseModel):
 
 _UNKNOWN = ("unknown", "none")
 _MAX_VALUE = 200
-_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]*")
 
 
 def _override_value(key: Any, value: Any) -> str | None:
@@ -117,7 +116,7 @@ def _override_value(key: Any, value: Any) -> str | None:
         return None
     if len(value) > _MAX_VALUE:
         raise bad(f"longer than {_MAX_VALUE} characters")
-    if not _PRINTABLE.fullmatch(value) or value != value.strip():
+    if UNSAFE.search(value) or value != value.strip():
         raise bad("control characters or surrounding spaces are not allowed")
     if key == "device" and value not in ("cuda", "hip", "cpu"):
         raise bad("the device must be cuda, hip or cpu")

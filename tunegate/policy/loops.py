@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from ._arith import evaluate
+from ._call_events import CallEvents
 from ._source import FunctionSource
+from ._walk import Event, Loop, LoopKind, OptionSource, Walk, call_name, marker, root_of
 
 __all__ = ["LOOP_OPTIONS", "Event", "Loop", "OptionSource", "Walk", "walk_kernel"]
 
@@ -30,84 +30,7 @@ LOOP_OPTIONS: dict[str, str] = {
 _RANGE_POSITIONS = ("arg1", "arg2", "step", "num_stages", "loop_unroll_factor",
                     "disallow_acc_multi_buffer", "flatten", "warp_specialize")
 _RUNTIME_CALLS = {"program_id", "num_programs", "load", "load_tensor_descriptor"}
-_MAX_DEPTH = 8
 _MAX_EXPR = 4000
-LoopKind = Literal["tl.range", "tl.static_range", "range", "while", "other"]
-
-
-@dataclass(frozen=True)
-class OptionSource:
-    """What sets one loop option: a literal, or an expression over config parameters."""
-
-    option: str
-    expr: str  # the expanded expression, as source text
-    parameters: tuple[str, ...] = ()  # kernel parameters it reads
-    literal: Any = None  # its value when it reads no parameter and could be evaluated
-    launch: bool = False  # not written: the launch option `num_stages` drives the loop
-
-    def describe(self) -> str:
-        if self.launch:
-            return "launch num_stages"
-        if self.parameters:
-            return self.expr
-        return repr(self.literal) if self.literal is not None else f"{self.expr} (not resolved)"
-
-
-@dataclass(frozen=True)
-class Loop:
-    """One loop of the kernel (or of a helper inlined into it)."""
-
-    index: int
-    line: int
-    function: str
-    kind: LoopKind
-    depth: int
-    parent: int | None
-    bounds: Literal["runtime", "constexpr"]
-    runtime_names: tuple[str, ...] = ()
-    options: dict[str, OptionSource] = field(default_factory=dict)
-
-    def label(self) -> str:
-        return f"{self.index} ({self.kind}, line {self.line})"
-
-
-@dataclass(frozen=True)
-class Event:
-    """A memory access, dot, sum or special call, with where it happened."""
-
-    kind: str
-    key: str
-    loops: tuple[int, ...]
-    branches: tuple[tuple[int, int], ...]
-    where: str
-    loop_text: str = ""
-    trans: bool = False
-    base: str | None = None
-    invariant: tuple[int, ...] = ()  # loops whose iterations all access the same address
-
-
-@dataclass
-class Walk:
-    """What walking the kernel found: its loops, parameters and events in source order."""
-
-    name: str
-    parameters: tuple[str, ...]
-    constexprs: frozenset[str]
-    loops: list[Loop] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-
-
-def _marker(name: str, runtime: bool) -> ast.Name:
-    return ast.Name(id=("\x00rt:" if runtime else "\x00ct:") + name, ctx=ast.Load())
-
-
-def _call_name(node: ast.AST) -> str | None:
-    if not isinstance(node, ast.Call):
-        return None
-    f = node.func
-    if isinstance(f, ast.Attribute):
-        return f.attr
-    return f.id if isinstance(f, ast.Name) else None
 
 
 def _evaluation_order(node: ast.AST) -> list[ast.Call]:
@@ -131,13 +54,7 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _root(node: ast.AST) -> ast.AST:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node
-
-
-class _Walker:
+class _Walker(CallEvents):
     def __init__(self, kernel: FunctionSource) -> None:
         args = kernel.node.args
         params = args.posonlyargs + args.args + args.kwonlyargs
@@ -163,7 +80,7 @@ class _Walker:
 
         out = Sub().visit(copy.deepcopy(node))
         if len(ast.dump(out)) > _MAX_EXPR:  # a long chain of updates: stop following it
-            return _marker("expr", self.is_runtime(out))
+            return marker("expr", self.is_runtime(out))
         return out
 
     def is_runtime(self, node: ast.AST) -> bool:
@@ -173,11 +90,11 @@ class _Walker:
                 return node.id.startswith("\x00rt:")
             return node.id in self.walk.parameters and node.id not in self.walk.constexprs
         if isinstance(node, ast.Attribute):
-            root = _root(node)
+            root = root_of(node)
             return not (isinstance(root, ast.Name) and root.id in self.kernel.modules) \
                 and self.is_runtime(node.value)
         if isinstance(node, ast.Call):
-            if _call_name(node) in _RUNTIME_CALLS:
+            if call_name(node) in _RUNTIME_CALLS:
                 return True
             if isinstance(node.func, ast.Attribute) and not self.is_module(node.func) \
                     and self.is_runtime(node.func.value):
@@ -194,7 +111,7 @@ class _Walker:
         return out
 
     def is_module(self, node: ast.AST) -> bool:
-        root = _root(node)
+        root = root_of(node)
         return isinstance(root, ast.Name) and root.id in self.kernel.modules
 
     # -- statements -----------------------------------------------------------------------
@@ -257,13 +174,13 @@ class _Walker:
                 runtime = self.is_runtime(self.expand(value, env))
                 for t in ast.walk(target):
                     if isinstance(t, ast.Name):
-                        env[t.id] = _marker(t.id, runtime)
+                        env[t.id] = marker(t.id, runtime)
 
     def loop(self, fn: FunctionSource, stmt: ast.For, env: dict[str, ast.expr],
              loops: tuple[int, ...], branches: tuple[tuple[int, int], ...], depth: int) -> None:
         it = stmt.iter
         self.calls(it, fn, env, loops, branches, depth, skip_root=True)
-        name = _call_name(it)
+        name = call_name(it)
         kind: LoopKind = "other"  # e.g. Helion's hl.tile: not a Triton loop we can read
         if name == "static_range":
             kind = "tl.static_range"
@@ -289,7 +206,7 @@ class _Walker:
         inner = dict(env)
         for t in ast.walk(stmt.target):
             if isinstance(t, ast.Name):
-                inner[t.id] = _marker(f"loop{index}", kind != "tl.static_range")
+                inner[t.id] = marker(f"loop{index}", kind != "tl.static_range")
         self.assigned[index] = {t.id for n in [stmt.target, *stmt.body] for t in ast.walk(n)
                                 if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
         self.body(fn, stmt.body, inner, loops + (index,), branches, depth)
@@ -327,107 +244,6 @@ class _Walker:
                 continue
             self.call(call, fn, env, loops, branches, depth,
                       acc if call is node else None)
-
-    def call(self, call: ast.Call, fn: FunctionSource, env: dict[str, ast.expr],
-             loops: tuple[int, ...], branches: tuple[tuple[int, int], ...], depth: int,
-             acc: str | None) -> None:
-        name = _call_name(call) or ""
-        where = f"line {fn.line(call)}: {fn.code(call)}"
-        if fn is not self.kernel:
-            where = f"line {fn.line(call)} in {fn.node.name}: {fn.code(call)}"
-
-        def event(kind: str, key: str = "", **extra: Any) -> None:
-            self.walk.events.append(Event(kind=kind, key=key, loops=loops, branches=branches,
-                                          where=where, **extra))
-
-        method = isinstance(call.func, ast.Attribute) and not self.is_module(call.func)
-        if method and name in ("load", "store"):  # desc.load(offsets) / desc.store(offsets, v)
-            desc = self.expand(call.func.value, env)
-            offsets = self.expand(call.args[0], env) if call.args else None
-            event("desc_" + name, ast.dump(desc) + "@" + (ast.dump(offsets) if offsets else ""))
-            event("tensor_descriptor")
-        elif name in ("load", "store"):
-            ptr = call.args[0] if call.args else next(
-                (k.value for k in call.keywords if k.arg in ("pointer", "ptr")), None)
-            if ptr is not None:
-                address = self.expand(ptr, env)
-                base = _root(address.left if isinstance(address, ast.BinOp) else address)
-                while isinstance(base, ast.BinOp):
-                    base = _root(base.left)
-                event(name, ast.dump(address),
-                      base=base.id if isinstance(base, ast.Name) else None,
-                      invariant=self.invariant(fn, ptr, address, loops))
-        elif name in ("load_tensor_descriptor", "store_tensor_descriptor",
-                      "_experimental_descriptor_load", "_experimental_descriptor_store"):
-            kind = "desc_load" if "load" in name else "desc_store"
-            parts = [self.expand(a, env) for a in call.args[:2]]
-            if name == "_experimental_descriptor_store" and len(call.args) >= 3:
-                parts = [self.expand(call.args[0], env), self.expand(call.args[2], env)]
-            event(kind, "@".join(ast.dump(p) for p in parts))
-            event("tensor_descriptor")
-        elif name in ("make_tensor_descriptor", "_experimental_make_tensor_descriptor"):
-            event("tensor_descriptor")
-        elif name in ("make_block_ptr", "advance"):
-            event("block_ptr")
-        elif name.startswith("atomic_"):
-            event("atomics")
-        elif name == "dot":
-            acc_arg = call.args[2] if len(call.args) >= 3 else next(
-                (k.value for k in call.keywords if k.arg == "acc"), None)
-            key = acc if acc_arg is None else (
-                acc_arg.id if isinstance(acc_arg, ast.Name) else ast.dump(acc_arg))
-            trans = any(self.transposed(self.expand(a, env)) for a in call.args[:2])
-            event("dot", key or "", trans=trans)
-        elif name == "sum":
-            event("sum")
-        elif depth < _MAX_DEPTH and not method:
-            helper = fn.helper(call.func)
-            if helper is not None:
-                self.inline(helper, call, env, loops, branches, depth)
-
-    def invariant(self, fn: FunctionSource, ptr: ast.expr, address: ast.expr,
-                  loops: tuple[int, ...]) -> tuple[int, ...]:
-        """The loops of `loops` in whose every iteration `ptr` is the same address.
-
-        Only for the kernel's own code: a helper's names are its parameters, not the loop's.
-        """
-        if fn is not self.kernel:
-            return ()
-        names = {n.id for n in ast.walk(ptr) if isinstance(n, ast.Name)}
-        markers = {int(n.id.rsplit("loop", 1)[1]) for n in ast.walk(address)
-                   if isinstance(n, ast.Name) and n.id.startswith("\x00rt:loop")}
-        return tuple(loop for loop in loops if not names & self.assigned.get(loop, set())
-                     and not any(m >= loop for m in markers))
-
-    def transposed(self, node: ast.AST) -> bool:
-        """A `tl.trans(x)`, `tl.permute(x, ...)` or `x.T` that reaches a dot operand."""
-        if isinstance(node, ast.Attribute) and node.attr == "T":
-            return True
-        if isinstance(node, ast.Call):
-            if _call_name(node) in ("trans", "permute"):
-                return True
-            if _call_name(node) in ("load", "load_tensor_descriptor"):
-                return False
-        return any(self.transposed(c) for c in ast.iter_child_nodes(node))
-
-    def inline(self, helper: FunctionSource, call: ast.Call, env: dict[str, ast.expr],
-               loops: tuple[int, ...], branches: tuple[tuple[int, int], ...],
-               depth: int) -> None:
-        args = helper.node.args
-        params = args.posonlyargs + args.args
-        defaults = dict(zip([p.arg for p in params][len(params) - len(args.defaults):],
-                            args.defaults))
-        given = dict(zip([p.arg for p in params], call.args))
-        given.update({k.arg: k.value for k in call.keywords if k.arg})
-        inner: dict[str, ast.expr] = {}
-        for p in params + args.kwonlyargs:
-            if p.arg in given:
-                inner[p.arg] = self.expand(given[p.arg], env)
-            elif p.arg in defaults:
-                inner[p.arg] = defaults[p.arg]
-            else:
-                inner[p.arg] = _marker(p.arg, True)
-        self.body(helper, helper.node.body, inner, loops, branches, depth + 1)
 
 
 def walk_kernel(kernel: FunctionSource) -> Walk:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
+from .._text import short_hash
 from ..space.features import FEATURES_VERSION
 from ..space.space import Config, Space
 from .availability import availability_rules
@@ -111,7 +111,7 @@ class Policy:
         """A stable hash of the effective rules: changes whenever what the policy says changes."""
         body = [json.loads(r.model_dump_json()) for r in sorted(self.rules, key=lambda r: r.id)]
         text = json.dumps({"features": FEATURES_VERSION, "rules": body}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return short_hash(text)
 
     def explain(self, config: Config, space: Space | None, env: Environment,
                 traits: KernelTraits | None = None) -> Verdict:

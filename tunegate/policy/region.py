@@ -13,7 +13,6 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..space.domains import PerLoop
 from ..space.space import Config, Space
 from .env import Environment
 from .rules import Rule
@@ -63,8 +62,7 @@ class Region:
 
     # -- construction -------------------------------------------------------------------
     def _element(self, name: str) -> Any:
-        domain = self.space.parameters[name].domain
-        return domain.element if isinstance(domain, PerLoop) else domain
+        return self.space.parameters[name].domain.scalar
 
     def _dependencies(self, rule: Rule) -> set[str]:
         """The parameters a rule reads, on the loops it is aimed at."""
@@ -94,12 +92,12 @@ class Region:
             return False
         (name,) = deps
         domain = self.space.parameters[name].domain
-        if not isinstance(domain, PerLoop):
+        if not domain.per_position:
             self.allowed[name] = [v for v in self.allowed[name]
                                   if not self._matches_with(rule, name, v)]
             return True
-        bad = {repr(e) for e in domain.element.values()
-               if self._matches_with(rule, name, (e,) * domain.loops)}
+        bad = {repr(e) for e in domain.scalar.values()
+               if self._matches_with(rule, name, domain.over([e])[0])}
         if domain.cardinality() <= 5_000:  # check that "any loop is bad" is what the rule means
             for value in domain.values():
                 if self._matches_with(rule, name, value) != any(repr(e) in bad for e in value):
@@ -123,19 +121,13 @@ class Region:
         return not self._hit(self.disabling, self.space.validate_config(config))
 
     def _domain_values(self, name: str) -> list[Any]:
-        domain = self.space.parameters[name].domain
-        allowed = self.allowed[name]
-        if isinstance(domain, PerLoop):
-            return [tuple(v) for v in itertools.product(allowed, repeat=domain.loops)]
-        return allowed
+        return self.space.parameters[name].domain.over(self.allowed[name])
 
     def upper_bound(self) -> int:
         """Configs left after the per-parameter restrictions (before residual predicates)."""
         total = 1
         for name in self.space.parameters:
-            domain = self.space.parameters[name].domain
-            n = len(self.allowed[name])
-            total *= n ** domain.loops if isinstance(domain, PerLoop) else n
+            total *= self.space.parameters[name].domain.count_over(len(self.allowed[name]))
         return total
 
     def configs(self) -> Iterator[Config]:
@@ -153,10 +145,8 @@ class Region:
         for _ in range(tries):
             values = {}
             for name in self.space.parameters:
-                domain = self.space.parameters[name].domain
-                pick = self.allowed[name]
-                values[name] = (tuple(rng.choice(pick) for _ in range(domain.loops))
-                                if isinstance(domain, PerLoop) else rng.choice(pick))
+                values[name] = self.space.parameters[name].domain.sample_over(
+                    self.allowed[name], rng)
             config = Config(values=values)
             if not self._hit(self.residual, config):
                 return config

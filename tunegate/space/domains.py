@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from typing import Annotated, Any, Iterator, Literal, Union
+from typing import Annotated, Any, Callable, Iterator, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -56,6 +56,33 @@ class _Base(BaseModel):
     def encode(self, value: Any) -> list[float]:
         """Numbers a model can learn from: the value's position in the domain."""
         return [float(list(self.values()).index(value))]
+
+    # -- per position: a scalar domain is one position, `PerLoop` one per loop ---------------
+    @property
+    def per_position(self) -> bool:
+        """Whether a value is a tuple of positions (one per loop) rather than one value."""
+        return False
+
+    @property
+    def scalar(self) -> "_Base":
+        """The domain of one position's value."""
+        return self
+
+    def over(self, allowed: Sequence[Any]) -> list[Any]:
+        """The values this domain takes when each position takes one of `allowed`."""
+        return list(allowed)
+
+    def count_over(self, allowed: int) -> int:
+        """How many values `over` gives for `allowed` values per position."""
+        return allowed
+
+    def sample_over(self, allowed: Sequence[Any], rng: random.Random) -> Any:
+        """A random value of `over(allowed)`."""
+        return rng.choice(allowed)
+
+    def map_positions(self, value: Any, fn: Callable[[Any, "_Base"], Any]) -> Any:
+        """`value` with `fn(position value, scalar domain)` applied to each position."""
+        return fn(value, self)
 
 
 def _is_int(value: Any) -> bool:
@@ -291,6 +318,26 @@ class PerLoop(_Base):
 
     def describe(self) -> str:
         return f"{self.loops} × ({self.element.describe()})"
+
+    @property
+    def per_position(self) -> bool:
+        return True
+
+    @property
+    def scalar(self) -> Any:
+        return self.element
+
+    def over(self, allowed: Sequence[Any]) -> list[Any]:
+        return [tuple(v) for v in itertools.product(allowed, repeat=self.loops)]
+
+    def count_over(self, allowed: int) -> int:
+        return allowed ** self.loops
+
+    def sample_over(self, allowed: Sequence[Any], rng: random.Random) -> tuple[Any, ...]:
+        return tuple(rng.choice(allowed) for _ in range(self.loops))
+
+    def map_positions(self, value: Any, fn: Callable[[Any, Any], Any]) -> tuple[Any, ...]:
+        return tuple(fn(v, self.element) for v in value)
 
 
 Domain = Annotated[

@@ -1,0 +1,69 @@
+"""`tunegate run` says what it tuned (one row per tuning on stderr, nothing when nothing was
+tuned) and stops a script that tunes from its top level with one line saying what to do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import KERNELS
+
+SCRIPT = str(KERNELS / "run_add.py")
+TOP_LEVEL_LINE = next(i for i, line in enumerate(open(SCRIPT).read().splitlines(), 1)
+                      if line == "    add(64)")  # the call under `if "--top-level" in ...`
+
+
+def tunegate_run(*argv: str, cwd) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tunegate", "run", SCRIPT, *argv],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_run_ends_with_one_row_per_tuning_on_stderr(tmp_path):
+    done = tunegate_run(cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok True True"  # the table never reaches stdout
+    lines = done.stderr.splitlines()
+    start = lines.index("tunegate: 2 tuning(s)")
+    header, rule, *rows = lines[start + 1:]
+    assert header.split() == ["kernel", "key", "winner", "time", "tuning", "configs"]
+    assert set(rule) <= {"-", " "}
+    assert [r.split()[0] for r in rows] == ["add_kernel", "add_kernel"]
+    assert "n=64," in rows[0] and "n=48," in rows[1]
+    assert all("BLOCK=" in r and " ms " in r and "2 (all kept)" in r for r in rows)
+
+
+@pytest.mark.gpu
+def test_run_on_a_gpu_ends_with_gpu_timed_rows(tmp_path):
+    done = tunegate_run("--cuda", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok True True"
+    rows = [line for line in done.stderr.splitlines() if line.startswith("add_kernel")]
+    assert len(rows) == 2 and all(" ms " in r and "2 (all kept)" in r for r in rows), rows
+
+
+def test_run_prints_no_table_when_nothing_was_tuned(tmp_path):
+    done = tunegate_run("--no-launch", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_a_script_tuning_from_its_top_level_is_one_line_saying_what_to_do(tmp_path):
+    done = tunegate_run("--top-level", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"tunegate: error: {SCRIPT}:{TOP_LEVEL_LINE}: tuning add_kernel runs from the "
+                           "script's top level"), line
+    assert 'if __name__ == "__main__":' in line
+
+
+def test_a_failed_tuning_says_how_to_give_a_library_kernel_a_reference(tmp_path):
+    done = tunegate_run("--wrong-baseline", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("tunegate: error:")]
+    assert "the baseline config looks wrong" in error
+    assert "tunegate.wrap(lib.double_kernel, reference=fn)" in error
+    assert "rule in your policies.toml" in error and "give the task" not in error
+    row = next(line for line in done.stderr.splitlines() if line.startswith("double_kernel"))
+    assert "none: the baseline config looks wrong " in row and "4 (3 rejected)" in row

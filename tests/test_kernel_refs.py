@@ -1,0 +1,96 @@
+"""The one `.fn` walker and the `__main__`-guard check of tunegate.kernelfile, on real Triton
+objects (`triton.autotune` over `triton.heuristics` over `@triton.jit`) and real files."""
+
+from __future__ import annotations
+
+import runpy
+import textwrap
+
+import pytest
+import triton
+import triton.language as tl
+
+from tunegate.kernelfile import (KernelFileError, chain, importable_name, jit_function,
+                                 python_function, split_reference)
+
+
+def _copy(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+
+
+JIT = triton.jit(_copy)
+WRAPPED = triton.autotune(configs=[triton.Config({"BLOCK": 16})], key=["n"])(
+    triton.heuristics({"EVEN": lambda meta: meta["n"] % 2 == 0})(JIT))
+
+
+def test_the_chain_runs_from_the_outer_wrapper_down_to_the_jit_object():
+    links = chain(WRAPPED)
+    assert links[0] is WRAPPED and links[-1] is JIT and len(links) == 3
+    assert type(links[1]).__name__ == "Heuristics"
+    assert jit_function(WRAPPED) is JIT and jit_function(JIT) is JIT
+    assert python_function(WRAPPED) is _copy and python_function(JIT) is _copy
+
+
+def test_a_plain_function_is_its_own_chain():
+    assert chain(_copy) == [_copy] and python_function(_copy) is _copy
+
+
+def test_a_chain_that_loops_or_never_ends_stops():
+    class Loop:
+        def __init__(self) -> None:
+            self.fn = self
+
+    class Endless:
+        @property
+        def fn(self) -> "Endless":
+            return Endless()
+
+    loop = Loop()
+    assert chain(loop) == [loop]
+    assert len(chain(Endless())) == 64
+
+
+def test_split_reference_and_importable_names():
+    assert split_reference("k.py:TASK") == ("k.py", "TASK")
+    assert split_reference("pkg.mod:ops.kernel") == ("pkg.mod", "ops.kernel")
+    assert split_reference("k.py") == ("k.py", "")
+    assert split_reference("C:\\k.py") == ("C:\\k.py", "")
+    import tests.kernels.mylib.matmul as lib
+    assert importable_name(lib) == "tests.kernels.mylib.matmul"
+    main = type(lib)("__main__")
+    assert importable_name(main) is None and importable_name(None) is None
+
+
+SCRIPT = """
+    from tunegate.kernelfile import require_main_guard
+    import sys
+
+    def tune():
+        require_main_guard(__file__, "tuning k")
+
+    if "--top" in sys.argv:
+        tune()
+    if __name__ == "__main__":
+        tune()
+    else:
+        tune()
+    try:
+        if "__main__" == __name__ and sys.argv:
+            tune()
+    finally:
+        pass
+"""
+
+
+def test_the_main_guard_check_names_the_unguarded_line(tmp_path, monkeypatch):
+    script = tmp_path / "s.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    runpy.run_path(str(script), run_name="__main__")  # guarded: no error
+    monkeypatch.setattr("sys.argv", ["s.py", "--top"])
+    with pytest.raises(KernelFileError, match=r"s\.py:9: tuning k runs from the script's top "
+                                              r"level.*if __name__ == \"__main__\":"):
+        runpy.run_path(str(script), run_name="__main__")
+    monkeypatch.setattr("sys.argv", ["s.py"])
+    with pytest.raises(KernelFileError, match=r"s\.py:13: "):  # the else branch runs in workers
+        runpy.run_path(str(script), run_name="not_main")

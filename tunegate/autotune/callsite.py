@@ -1,0 +1,116 @@
+"""One drop-in call as a tuning task: the call site a worker re-creates, and the triton.Config
+behind each point of the space made from the kernel's config list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import triton
+from triton.runtime.autotuner import Autotuner as TritonAutotuner
+
+from .._text import short_hash
+from ..kernelfile import chain, jit_function
+from ..space.space import Config
+from .task import Args, Task, space_from_triton_configs
+from .tuner import TuneError
+
+__all__ = ["CallSite", "Configs", "key_text", "make_task", "problem"]
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """What a worker needs, besides the module it re-imports, to launch one call's configs.
+
+    The grid (often a lambda over local sizes) is evaluated here, per config, because a worker
+    cannot import a closure. `entries` are indices into the autotuner's `configs`, or
+    (picklable) configs that pruning made.
+    """
+
+    depth: int
+    problem: str
+    entries: tuple[Any, ...]
+    grids: dict[str, tuple[int, ...]]
+    launch: dict[str, Any]
+    outputs: tuple[str, ...]
+    features: dict[str, str] = field(default_factory=dict)
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    reference: Callable[..., Any] | None = None
+
+    def task(self, obj: Any) -> Task:
+        """The task of the autotuner `depth` steps down `obj` (re-imported by the worker)."""
+        tuner = chain(obj)[self.depth]
+        configs = [tuner.configs[e] if isinstance(e, int) else e for e in self.entries]
+        return make_task(tuner, self, configs)
+
+
+def key_text(tuner: TritonAutotuner, key: tuple[Any, ...]) -> str:
+    """Triton's tuning key as text: `name=value` for the key arguments, then the dtypes."""
+    names = list(tuner.keys)
+    return ",".join([f"{n}={v}" for n, v in zip(names, key)] + [str(v) for v in key[len(names):]])
+
+
+def problem(tuner: TritonAutotuner, key: tuple[Any, ...], configs: Sequence[Any]) -> str:
+    """The store's problem: the key, plus a digest of the candidate list it was tuned over."""
+    digest = short_hash("|".join(str(c) for c in configs), 10)
+    return f"{key_text(tuner, key)},configs={digest}"
+
+
+class Configs:
+    """The triton.Config behind each point of the space made from a config list."""
+
+    def __init__(self, configs: Sequence[Any], features: Mapping[str, str]) -> None:
+        self.configs = list(configs)
+        self.space, self.points = space_from_triton_configs(configs, features)
+        self.by_key: dict[str, Any] = {}
+        for point, config in zip(self.points, self.configs):
+            self.by_key.setdefault(point.key(), config)
+        hooks = {c.pre_hook for c in self.configs}
+        self.shared_hook = next(iter(hooks)) if len(hooks) == 1 else None
+
+    def triton_config(self, point: Config) -> Any:
+        """The listed config at `point`, else one built from its values (the baseline)."""
+        if point.key() in self.by_key:
+            return self.by_key[point.key()]
+        values = {k: v for k, v in point.values.items() if v is not None}
+        launch = {k: values.pop(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")
+                  if k in values}
+        return triton.Config(values, **launch, pre_hook=self.shared_hook)
+
+
+def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) -> Task:
+    listed = Configs(configs, call.features)
+    reset = tuple(getattr(tuner, "reset_to_zero", ()))
+
+    def launch(args: Args, point: Config) -> None:
+        config = listed.triton_config(point)
+        current = {**call.launch, **config.all_kwargs()}
+        full = {**args, **current}
+        if config.pre_hook is not None:
+            config.pre_hook(full)
+        if getattr(tuner, "user_defined_pre_hook", False):
+            tuner.pre_hook(full)
+        for name in reset:  # Triton's default pre_hook; a user pre_hook replaces it
+            if not getattr(tuner, "user_defined_pre_hook", False) and args[name] is not None:
+                args[name].zero_()
+        if point.key() not in call.grids:
+            raise TuneError(f"no launch grid was worked out for {point.text()}")
+        error: Exception | None = None
+        try:
+            tuner.fn.run(grid=call.grids[point.key()], warmup=False, **args, **current)
+        except Exception as e:
+            error = e
+            raise
+        finally:
+            if getattr(tuner, "user_defined_post_hook", False):
+                tuner.post_hook(full, exception=error)
+
+    return Task(name=jit_function(tuner).__name__, kernel=jit_function(tuner), space=listed.space,
+                configs=listed.points, grid=(1,), make_inputs=_no_inputs, outputs=call.outputs,
+                reference=call.reference, launch=launch, tolerances=call.tolerances,
+                key=lambda _args: call.problem, restore_value=tuple(tuner.restore_value),
+                reset_to_zero=reset, do_bench=getattr(tuner, "_do_bench", None))
+
+
+def _no_inputs(seed: int, device: str = "cpu") -> Args:
+    raise TuneError("a drop-in kernel draws its inputs from the call it is tuned on")

@@ -1,0 +1,74 @@
+"""What the drop-in tuned in this process: one record, and one log line, per tuning.
+
+`tunegate run` prints the records as a table when the program ends (`_render.tunings_table`);
+a program can read them with `tunings()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Tuning", "record", "tunings"]
+
+log = logging.getLogger("tunegate")
+
+_LOCK = threading.Lock()
+_TUNINGS: list["Tuning"] = []
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """One key of one kernel, tuned (or not: `error`) by the drop-in."""
+
+    kernel: str
+    key: str  # Triton's tuning key, as `name=value` text
+    configs: int  # candidates after Triton's own pruning
+    excluded: dict[str, int] = field(default_factory=dict)  # rule id -> configs it excluded
+    rejected: dict[str, int] = field(default_factory=dict)  # trial status -> configs
+    winner: str | None = None  # the chosen config, as `key=value` text
+    time_ms: float | None = None
+    seconds: float = 0.0
+    reused: bool = False  # a stored best, not a new search
+    error: str | None = None
+
+    def line(self) -> str:
+        """The log line: kernel, key, winner (or why none), time, excluded and rejected."""
+        head = f"{self.kernel} [{self.key or 'no key'}]"
+        if self.winner is None:
+            return f"{head}: not tuned: {self.error or 'no config is left'}" + self._lost()
+        time = f"{self.time_ms:.4g} ms" if self.time_ms is not None else "not timed"
+        how = "reused the stored best" if self.reused else f"tuned in {self.seconds:.1f} s"
+        return f"{head}: {how}: {self.winner} ({time}){self._lost()}"
+
+    def _lost(self) -> str:
+        parts = [f"{n} of {self.configs} excluded by the policy ({', '.join(self.excluded)})"
+                 for n in [sum(self.excluded.values())] if n]
+        parts += [f"{n} rejected ({', '.join(f'{c} {s}' for s, c in self.rejected.items())})"
+                  for n in [sum(self.rejected.values())] if n]
+        return "; " + "; ".join(parts) if parts else ""
+
+
+def record(kernel: str, key: str, configs: int, excluded: list[str], result: Any = None,
+           winner: str | None = None, error: str | None = None) -> Tuning:
+    """Keep and log one tuning. `excluded` has one rule id per excluded config; `result` is the
+    Tuner's TuneResult (None when no search ran)."""
+    trials = result.trials if result is not None else []
+    tuning = Tuning(kernel=kernel, key=key, configs=configs, excluded=dict(Counter(excluded)),
+                    rejected=dict(Counter(t.status for t in trials if t.status != "ok")),
+                    winner=winner, time_ms=getattr(result, "best_time_ms", None),
+                    seconds=getattr(result, "wall_seconds", 0.0),
+                    reused=bool(getattr(result, "reused", False)), error=error)
+    with _LOCK:
+        _TUNINGS.append(tuning)
+    log.info("%s", tuning.line())  # a failed tuning also raises: its error says the rest
+    return tuning
+
+
+def tunings() -> list[Tuning]:
+    """Every tuning of this process, oldest first."""
+    with _LOCK:
+        return list(_TUNINGS)

@@ -1,0 +1,44 @@
+"""`tunegate`: a thin command-line layer over tunegate.space, tunegate.policy and tunegate.autotune.
+
+One module per verb (`policy`, `space`, `tune`, `store`, `run`); argument types in `_args`,
+`--json` documents in `_json`, text in `tunegate._render`, and exit codes in `_exit`:
+0 success; 1 a result the user asked to detect (`--fail-on`, `--strict`, a failed tuning run);
+2 bad input (a malformed policy or config, an unknown fact, a missing file, a bad option or
+store); 130 interrupted; 141 stdout closed early (`| head`), quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from . import _args, policy, run, space, store, tune
+from ._exit import EXIT_DETECTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, exit_code
+
+__all__ = ["EXIT_DETECTED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
+           "build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _args.Parser(prog="tunegate", description=__doc__.splitlines()[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    for verb in (policy, space, tune, store, run):
+        verb.add_parsers(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0) or a bad command line (2, said on stderr)
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    try:
+        code: int = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except (Exception, KeyboardInterrupt) as e:
+        code_for = exit_code(e)
+        if code_for is None:
+            raise
+        return code_for

@@ -1,0 +1,170 @@
+"""`tunegate policy explain | check | list | env`: read, check and apply policies."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .. import _render
+from ..errors import TunegateError, UsageError
+from ..policy import KernelTraits, LayerReport, Policy, PolicyError, Problem, TraitError, \
+    detect_traits, rule_state
+from ..space import Config, Space, helion_space_for, parse_config_text
+from . import _args, _json
+from ._exit import EXIT_DETECTED, EXIT_OK
+
+__all__ = ["add_parsers", "kernel", "parse_config"]
+
+MAX_CONFIG_TEXT = 10_000
+
+
+def kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
+    """Traits and, for a Task or an autotuned kernel, its task, from `FILE:NAME`/`module:NAME`."""
+    if reference is None:
+        return None, None
+    from ..autotune import kernel_task
+
+    with _args.user_output_to_stderr():
+        found, task = kernel_task(reference)
+    try:
+        return detect_traits(found), task
+    except TraitError as e:  # a kernel whose source cannot be read is bad input naming it
+        raise UsageError(f"{reference}: {e}") from None
+
+
+def parse_config(text: str, space: Space | None) -> tuple[Config, Space]:
+    """The config `text` gives, completed in `space` (else the Helion space it fits)."""
+    if len(text) > MAX_CONFIG_TEXT:
+        raise UsageError(f"the config text is {len(text)} characters long; at most "
+                         f"{MAX_CONFIG_TEXT} are read")
+    try:
+        values = parse_config_text(text)
+    except TunegateError:
+        raise
+    except (ValueError, TypeError, RecursionError, MemoryError, OverflowError) as e:
+        raise UsageError(f"cannot read the config text: {str(e)[:200] or type(e).__name__}") \
+            from None
+    if space is None:
+        space = helion_space_for(values)
+    return space.complete(values), space
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    policy, env = _args.policy(args), _args.environment(args)
+    traits, task = kernel(args.kernel)
+    config, space = parse_config(args.config, task.space if task else None)
+    verdict = policy.explain(config, space, env, traits)
+    history = outcome = compared_with = None
+    if task is not None:
+        history = _args.store(args.store).history(task.kernel_hash(), config, task.fingerprint())
+        outcome = _render.tuning_outcome(history)
+        compared_with = ("the reference function" if task.reference is not None else
+                         "the baseline config (the task has no reference), not ground truth")
+    if args.json:
+        print(_json.dump(_json.explanation(verdict, env, traits, policy, outcome=outcome,
+                                           compared_with=compared_with, history=history)))
+    else:
+        name = None
+        if traits is not None:
+            name = traits.name + (" — traits: " + ", ".join(sorted(traits.traits))
+                                  if traits.traits else " — no traits")
+        print(_render.explanation(verdict, config.text(), env, name, history,
+                                  compared_with=compared_with, layers=policy.layer_report()))
+    order = {"allowed": 0, "experimental": 1, "excluded": 2}
+    if args.fail_on and (order[verdict.status] >= order[args.fail_on] or outcome is not None):
+        return EXIT_DETECTED
+    return EXIT_OK
+
+
+def _warn_weakened(file: str, report: LayerReport) -> int:
+    """One stderr warning per rule the checked file weakens or switches off; how many."""
+    mine = [o for o in report.weakened if o.layer == "checked"]
+    for o in mine:
+        print(f"tunegate: warning: {_render.escape(o.source or file)}: rule {o.rule!r} "
+              f"{o.change}: was {o.was}, now {o.now}", file=sys.stderr)
+    return len(mine)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Each FILE as the highest layer over the discovered ones; without FILEs, those layers."""
+    if args.files:
+        problems: list[Problem] = []
+        weakened = 0
+        for f in args.files:
+            try:
+                report = Policy.checking(f, extra=args.policy).layer_report()
+            except PolicyError as e:
+                problems += [p for p in e.problems if p not in problems]
+                continue
+            top = report.layers[-1]
+            offs = f", {top.switch_offs} switch-off(s)" if top.switch_offs else ""
+            weakened += _warn_weakened(f, report)
+            print(f"{_render.escape(f)}: ok, {top.rules} rule(s){offs}")
+        if problems:
+            raise PolicyError(problems)
+        return EXIT_DETECTED if args.strict and weakened else EXIT_OK
+    policy = _args.policy(args)
+    print(_render.layer_report(policy.layer_report()))
+    print(f"\nok: {len(policy.rules)} effective rule(s), fingerprint {policy.fingerprint()}")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    policy, env = _args.policy(args), _args.environment(args)
+    rows = []
+    for r in policy.effective(env):
+        state = rule_state(r, env, None)
+        rows.append({**r.model_dump(mode="json", include={"id", "action", "title"}),
+                     "bugs": list(r.bugs), "source": r.where(), "state": state.state,
+                     "why": state.why or (f"needs {', '.join(state.unknown)}"
+                                          if state.unknown else "")})
+    if args.json:
+        print(_json.dump(_json.rules(policy, rows)))
+        return EXIT_OK
+    print(_render.table(["rule", "action", "here", "bugs", "source", "title"],
+                        [(r["id"], r["action"], r["state"], ", ".join(r["bugs"]) or "-",
+                          r["source"], r["title"]) for r in rows]))
+    print(f"\n{len(rows)} rules; policy fingerprint {policy.fingerprint()}")
+    print("\n" + _render.layer_report(policy.layer_report()))
+    return EXIT_OK
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    env = _args.environment(args)
+    if args.json:
+        print(_json.dump(_json.environment(env)))
+        return EXIT_OK
+    for key, value in env.describe().items():
+        mark = "  (set by hand)" if key in env.overridden else ""
+        print(f"{key:<11} {value}{mark}")
+    if env.range_args is not None:
+        print(f"{'tl.range':<11} {', '.join(env.range_args)}")
+    print(f"{'fingerprint':<11} {env.fingerprint()}")
+    return EXIT_OK
+
+
+def add_parsers(verbs: Any) -> None:
+    policy = verbs.add_parser("policy", help="read, check and apply policies").add_subparsers(
+        dest="policy_verb", required=True)
+    p = policy.add_parser("explain", help="why a config is excluded, experimental or allowed")
+    p.add_argument("config", help="helion.Config(...), key=value, ... or JSON")
+    p.add_argument("--kernel", metavar="FILE:NAME", help="a kernel or task: its traits and space")
+    p.add_argument("--fail-on", choices=["excluded", "experimental"],
+                   help="exit 1 when the verdict is at least this")
+    p.add_argument("--store", metavar="PATH", type=_args.store_path,
+                   help="tuning store to read history from")
+    _args.common(p)
+    p.set_defaults(run=cmd_explain)
+    p = policy.add_parser("check", help="validate policy files (default: the effective layers)")
+    p.add_argument("files", nargs="*")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if a FILE weakens or switches off a lower layer's rule")
+    _args.common(p, env=False)
+    p.set_defaults(run=cmd_check)
+    p = policy.add_parser("list", help="every effective rule and whether it applies here")
+    _args.common(p)
+    p.set_defaults(run=cmd_list)
+    p = policy.add_parser("env", help="the detected environment facts")
+    _args.common(p)
+    p.set_defaults(run=cmd_env)

@@ -1,0 +1,29 @@
+"""`tunegate run SCRIPT | -m MODULE`: run a program with every triton.autotune tuned by
+tunegate, then a table of what was tuned (on stderr)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["add_parsers"]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..install import run_program
+
+    if args.module:
+        return run_program(args.module, args.program, module=True)
+    if not args.program:
+        raise UsageError("say which program: tunegate run SCRIPT [ARGS ...] or -m MODULE")
+    return run_program(args.program[0], args.program[1:])
+
+
+def add_parsers(verbs: Any) -> None:
+    p = verbs.add_parser("run", help="run a program with every triton.autotune tuned by tunegate",
+                         usage="tunegate run [-m MODULE | SCRIPT] [ARGS ...]")
+    p.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT and its arguments")
+    p.set_defaults(run=cmd_run)
