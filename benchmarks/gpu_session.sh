@@ -15,6 +15,9 @@
 #   BENCH_SMOKE=1      toy sizes and two configs per list (a dry run of the session)
 #   BENCH_COMMIT       the commit to record (the device copy has no .git)
 #   PYTHON             the interpreter (default python3)
+#   WHEEL_DIRS         folders of wheels installed into /tmp/site (default .whl)
+#   EXTRA_STEPS        a bash file of `step NAME SECONDS COMMAND...` lines, run after the tests
+#                      (results go under $WORK/results), e.g. benchmarks/steps_h200.sh
 set -u
 
 START=$(date +%s)
@@ -49,9 +52,11 @@ step() {
 
 log "session in $PWD, output $OUT/results.tgz, budget ${SESSION_BUDGET_S}s"
 
+WHEELS=()
+for dir in ${WHEEL_DIRS:-.whl}; do WHEELS+=("$dir"/*.whl); done
 if compgen -G ".whl/*.whl" > /dev/null; then
     step install 120 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-        --upgrade --target /tmp/site .whl/*.whl
+        --upgrade --target /tmp/site "${WHEELS[@]}"
     export PYTHONPATH=/tmp/site:$PWD
 else
     log "install: no .whl/ here, using the installed packages"
@@ -66,6 +71,11 @@ pydantic.VERSION)'"
 if (( TESTS_TIMEOUT_S > 0 )); then
     # shellcheck disable=SC2086  # GPU_TESTS is a list of paths
     step gpu_tests "$TESTS_TIMEOUT_S" "$PY" -m pytest -m gpu -v -p no:cacheprovider $GPU_TESTS
+fi
+
+if [[ -n ${EXTRA_STEPS:-} ]]; then
+    # shellcheck disable=SC1090  # a file of step lines, named by the caller
+    source "$EXTRA_STEPS"
 fi
 
 BENCH_LIMIT=$(left)

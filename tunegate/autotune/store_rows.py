@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import TunegateError
 from ..outcome import Outcome
 from ..reasons import Reason
 from ..space.space import Config
@@ -67,7 +68,7 @@ class Best:
                    row["created"])
 
 
-class Damaged(ValueError):
+class Damaged(ValueError, TunegateError):
     """A stored value that is not what tunegate writes there (hand-edited or damaged)."""
 
 
