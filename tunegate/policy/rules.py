@@ -12,6 +12,7 @@ from ..space.features import FEATURES, feature
 from ..space.domains import Boolean, Choice, IntRange, PowerOfTwo
 from ..space.helion import HELION_FIELDS, field_element
 from ..space.space import LAUNCH_OPTIONS
+from .call import CALL_FACTS
 from .predicate import Predicate
 from .traits import TRAITS
 from .versions import VersionGate
@@ -215,10 +216,11 @@ class Rule(BaseModel):
             return pred
         for name, pos in pred.names():
             if not (name in FEATURES or name in HELION_FIELDS or name in LAUNCH_OPTIONS
-                    or _CONSTEXPR.fullmatch(name)):
+                    or name in CALL_FACTS or _CONSTEXPR.fullmatch(name)):
                 raise ValueError(
                     f"unknown name {name!r} at column {pos + 1} of match {pred.text!r}: use a "
-                    "feature, a Helion config field, a launch option or an UPPER_CASE constexpr"
+                    "feature, a Helion config field, a launch option, a problem fact "
+                    f"({', '.join(CALL_FACTS)}) or an UPPER_CASE constexpr"
                 )
         for name, op, literal, pos in pred.comparisons():
             why = _mismatch(name, op, literal)
