@@ -10,6 +10,7 @@ problem facts of the call the kernel is gated for (see `call`) are read through 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping
 
@@ -120,8 +121,12 @@ class Binding:
     def parameters(self, feature: str, scope: frozenset[int] | None = None) -> set[str]:
         """The config parameters that drive `feature` on the loops in `scope` (for a problem
         fact: those its value may depend on)."""
-        if feature == "tile_bytes":  # block shapes come from the config (source or hooks)
-            return set(self.space_parameters)
+        if feature == "tile_bytes" and self.call is not None:  # uncalled: always unknown
+            if self.call.block_shapes is not None:  # set by the config's hooks: any parameter
+                return set(self.space_parameters)
+            names = {n for d in self.descriptors for e in d.block_shape or ()
+                     for n in re.findall(r"[A-Za-z_]\w*", e)}
+            return names & set(self.space_parameters)
         if feature in CALL_FACTS:
             return set()
         return {p for d in self._in_scope(feature, scope) for p in d.parameters}
