@@ -12,6 +12,7 @@ and so is the winner. The caller's own tensors are only read, never written, whi
 from __future__ import annotations
 
 import atexit
+import copy
 import hashlib
 import inspect
 import logging
@@ -339,7 +340,8 @@ class Autotuner(TritonAutotuner):
         pruned = self.prune_configs(kwargs) if len(self.configs) > 1 else list(self.configs)
         policy, env = self._gate()
         listed = _Configs(pruned, self.features)
-        region = policy.gate(listed.space, env, _traits(self))
+        traits = _called(self, listed, kwargs)
+        region = policy.gate(listed.space, env, traits)
         allowed = []
         for point, config in zip(listed.points, pruned):
             verdict = region.verdict(point)
@@ -353,10 +355,10 @@ class Autotuner(TritonAutotuner):
                             "here (see the log lines above, or `tunegate policy explain`)")
         if len(pruned) == 1:
             return allowed[0]  # as Triton: one candidate is used without measuring it
-        return self._tune(args, kwargs, key, pruned, listed)
+        return self._tune(args, kwargs, key, pruned, listed, traits)
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
-              pruned: list[Any], listed: _Configs) -> Any:
+              pruned: list[Any], listed: _Configs, traits: Any) -> Any:
         ref, depth, why = _locate(self)
         if ref is None:
             raise TuneError(f"cannot tune {self.base_fn.__name__} in worker processes: {why}. "
@@ -383,7 +385,7 @@ class Autotuner(TritonAutotuner):
         options.setdefault("store", None if self.persist else _scratch_store())
         if isinstance(options["store"], (str, os.PathLike)) or options["store"] is None:
             options["store"] = open_store(options["store"])
-        tuner = Tuner(_task(self, call, pruned), ref, policy=policy, env=env,
+        tuner = Tuner(_task(self, call, pruned), ref, policy=policy, env=env, traits=traits,
                       budget=budget if isinstance(budget, Budget) else Budget(configs=budget),
                       **options)
         try:
@@ -418,6 +420,27 @@ def _traits(tuner: Autotuner) -> Any:
     from ..policy import detect_traits
 
     return detect_traits(innermost(tuner))
+
+
+def _called(tuner: Autotuner, listed: _Configs, kwargs: Mapping[str, Any]) -> Any:
+    """The kernel's traits with this call's problem facts (dtypes, shapes, descriptor blocks),
+    which rule predicates read; a host descriptor's block is what each config's pre_hook sets,
+    worked out on copies of the descriptors."""
+    nargs = {**(tuner.nargs or {}), **{k: v for k, v in kwargs.items() if k in tuner.arg_names}}
+    descs = [n for n, v in nargs.items() if hasattr(v, "block_shape") and hasattr(v, "base")]
+
+    def blocks(values: Mapping[str, Any]) -> dict[str, Any]:
+        config = listed.triton_config(Config(values=dict(values)))
+        if config.pre_hook is None:
+            return {}
+        copies = {**nargs, **{n: copy.copy(nargs[n]) for n in descs}, **config.all_kwargs()}
+        try:
+            config.pre_hook(copies)
+        except Exception:  # noqa: BLE001 - the user's hook: its blocks are then unknown
+            return dict.fromkeys(descs)
+        return {n: getattr(copies[n], "block_shape", None) for n in descs}
+
+    return _traits(tuner).called_with(nargs, blocks if descs else None)
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: dict[str, Any] | None

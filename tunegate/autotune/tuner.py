@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..policy import Environment, Policy, Region, detect_environment, detect_traits
+from ..policy import Environment, KernelTraits, Policy, Region, detect_environment, detect_traits
 from ..policy.binding import Binding, Driver, bind
 from ..policy.predicate import MISSING
 from ..policy.verdict import match_rule
@@ -137,7 +137,9 @@ class Tuner:
     its own), by default every visible GPU or TUNEGATE_DEVICES; under the interpreter N
     simulated devices. `compile_workers` defaults to the CPU cores this process may use.
     `staged_timing` times every candidate briefly and only the contenders (see `CONTENDERS`)
-    with the full measurement; off, every candidate gets the full one.
+    with the full measurement; off, every candidate gets the full one. `traits` are the
+    kernel's, with the problem facts of the call being tuned where the caller has them (the
+    drop-in); by default they are read from the kernel, with no call.
     """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
@@ -146,7 +148,7 @@ class Tuner:
                  draws: int = 2, timeout: float | None = None, compile_workers: int | None = None,
                  stress: StressCheck = StressCheck(), retune: bool = False,
                  recheck_reused: bool = True, devices: int | None = None,
-                 staged_timing: bool = True,
+                 staged_timing: bool = True, traits: KernelTraits | None = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.task, self.ref = task, ref
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
@@ -158,7 +160,7 @@ class Tuner:
         self.trials: list[Trial] = []
         self._rows: list[int] = []  # the store's row of each trial
         self.notes: list[str] = []
-        self.traits = detect_traits(task.kernel)
+        self.traits = traits or detect_traits(task.kernel)  # the drop-in's has the call's facts
         self._phases: Counter[str] = Counter()  # seconds per phase, for TuneResult
         self.env = env or detect_environment(probe_device=True)
         self.store = store or open_store()
