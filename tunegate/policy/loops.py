@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -162,8 +163,11 @@ class _Walker:
                 return env.get(n.id, n)
 
         out = Sub().visit(copy.deepcopy(node))
-        if len(ast.dump(out)) > _MAX_EXPR:  # a long chain of updates: stop following it
-            return _marker("expr", self.is_runtime(out))
+        text = ast.dump(out)
+        if len(text) > _MAX_EXPR:  # a long chain of updates: stop following it, but keep
+            # its identity, so two different long addresses are not taken for one
+            digest = hashlib.sha1(text.encode()).hexdigest()[:16]
+            return _marker("expr:" + digest, self.is_runtime(out))
         return out
 
     def is_runtime(self, node: ast.AST) -> bool:
