@@ -155,3 +155,18 @@ def test_unknown_problem_fact_names_are_refused_and_known_ones_accepted(tmp_path
     bad.write_text(good.read_text().replace("element_bytes", "element_size"))
     with pytest.raises(PolicyError, match="problem fact"):
         Policy.from_files(bad)
+
+
+def test_tune_of_a_task_reads_the_facts_of_a_host_draw(tmp_path):
+    from tests.conftest import KERNELS
+    from tunegate.autotune import Store, Tuner
+    from tunegate.autotune.worker import TaskRef
+
+    task = gpu_faults.TD_TASK.model_copy(update={"reference": None})  # no worker started
+    tuner = Tuner(task, TaskRef(str(KERNELS / "gpu_faults.py"), "TD_TASK"), env=H200,
+                  policy=Policy.from_files(builtin_policy_path()),
+                  store=Store(tmp_path / "s.sqlite"))
+    assert tuner.traits.call.args["in_ptr"].dtype == "float32"
+    kept = {(c.values["XBLOCK"], c.values["NUM_STAGES"]) for c in tuner.region.configs()}
+    assert kept == {(32, 1), (4, 1), (32, 3)}  # the 16-byte tile at 3 stages is removed
+    assert tuner._removals()[TD] == 1

@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..policy import Environment, KernelTraits, Policy, Region, detect_environment, detect_traits
 from ..policy.binding import Binding, Driver, bind
+from ..policy.call import CALL_FACTS
 from ..policy.predicate import MISSING
-from ..policy.verdict import match_rule
+from ..policy.verdict import match_rule, rule_state
 from ..space.domains import PerLoop
 from ..space.features import uses
 from ..space.space import Config, InvalidConfig, Space
@@ -128,6 +129,23 @@ def _off(value: Any, domain: Any, features: tuple[str, ...]) -> Any:
     return next((x for x in domain.values() if not any(uses(f, x) for f in features)), value)
 
 
+def _reads_call(policy: Policy, env: Environment, traits: KernelTraits) -> bool:
+    """Whether a rule that may apply reads a problem fact (dtypes, tile bytes) in its match."""
+    return any(r.match is not None and rule_state(r, env, traits).state != "inactive"
+               and any(n in CALL_FACTS for n, _ in r.match.names())
+               for r in policy.effective(env))
+
+
+def _host_draw(task: Task, seed: int) -> dict[str, Any]:
+    """Draw 0 of the task's inputs made on the host, for its problem facts; {} if that fails
+    (the facts are then unknown, and the rules reading them are assumed to match)."""
+    try:
+        args = task.make_inputs(seed, "cpu")
+    except Exception:  # noqa: BLE001 - the user's code; the worker reports it properly
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
 class Tuner:
     """Tunes one task for one problem. Construct, then `run()`.
 
@@ -173,6 +191,8 @@ class Tuner:
             self._pool.launch(first_only=True)
         try:
             self.policy = policy or Policy.load()
+            if traits is None and _reads_call(self.policy, self.env, self.traits):
+                self.traits = self.traits.called_with(_host_draw(task, seed))
             self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         except BaseException:
             if self._pool is not None:
