@@ -170,3 +170,20 @@ def test_tune_of_a_task_reads_the_facts_of_a_host_draw(tmp_path):
     kept = {(c.values["XBLOCK"], c.values["NUM_STAGES"]) for c in tuner.region.configs()}
     assert kept == {(32, 1), (4, 1), (32, 3)}  # the 16-byte tile at 3 stages is removed
     assert tuner._removals()[TD] == 1
+
+
+def test_tune_of_a_kernel_no_fact_rule_applies_to_makes_no_host_draw(tmp_path):
+    from tests.conftest import KERNELS
+    from tunegate.autotune import Store, Task, Tuner
+    from tunegate.autotune.worker import TaskRef
+
+    def refuse(seed, device):
+        raise AssertionError("no rule needs this kernel's problem facts")
+
+    task = Task(name="race", kernel=race_6691.sum_and_trans_dot, grid=(1,), make_inputs=refuse,
+                space=race(1, torch.float16)[0], outputs=("out_ab_ptr",))
+    tuner = Tuner(task, TaskRef(str(KERNELS / "race_6691.py"), "TASK"),
+                  env=H200.with_overrides({"triton": "3.2.0"}),  # before #6691's rules
+                  policy=Policy.from_files(builtin_policy_path()),
+                  store=Store(tmp_path / "s.sqlite"))
+    assert tuner.traits.call is None

@@ -129,9 +129,11 @@ def _off(value: Any, domain: Any, features: tuple[str, ...]) -> Any:
     return next((x for x in domain.values() if not any(uses(f, x) for f in features)), value)
 
 
-def _reads_call(policy: Policy, env: Environment, traits: KernelTraits) -> bool:
-    """Whether a rule that may apply reads a problem fact (dtypes, tile bytes) in its match."""
+def _reads_call(policy: Policy, env: Environment, traits: KernelTraits, space: Space) -> bool:
+    """Whether a rule that may apply to this kernel reads a problem fact in its match."""
+    used = bind(space, traits).features()
     return any(r.match is not None and rule_state(r, env, traits).state != "inactive"
+               and (not r.features or set(r.features) & used)
                and any(n in CALL_FACTS for n, _ in r.match.names())
                for r in policy.effective(env))
 
@@ -191,7 +193,7 @@ class Tuner:
             self._pool.launch(first_only=True)
         try:
             self.policy = policy or Policy.load()
-            if traits is None and _reads_call(self.policy, self.env, self.traits):
+            if traits is None and _reads_call(self.policy, self.env, self.traits, task.space):
                 self.traits = self.traits.called_with(_host_draw(task, seed))
             self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         except BaseException:
