@@ -187,3 +187,14 @@ def test_tune_of_a_kernel_no_fact_rule_applies_to_makes_no_host_draw(tmp_path):
                   policy=Policy.from_files(builtin_policy_path()),
                   store=Store(tmp_path / "s.sqlite"))
     assert tuner.traits.call is None
+
+
+@pytest.mark.parametrize("match", ["dtypes == 2", "tile_bytes < '128'", "element_bytes == true"])
+def test_a_problem_fact_compared_with_the_wrong_type_is_refused(tmp_path, match):
+    from tunegate.policy import PolicyError
+
+    path = tmp_path / "p.toml"
+    path.write_text('schema = 1\n[[rule]]\nid = "a"\ntitle = "t"\naction = "disable"\n'
+                    f'reason = "r"\nmatch = "{match}"\n')
+    with pytest.raises(PolicyError, match="type mismatch"):
+        Policy.from_files(path)

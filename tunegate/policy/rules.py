@@ -64,7 +64,8 @@ def _domain_kinds(domain: Any) -> frozenset[str] | None:
 
 
 def _name_kinds() -> dict[str, frozenset[str]]:
-    """Per known Helion field, launch option and feature, the sorts of value it can read as.
+    """Per known Helion field, launch option, feature and problem fact, the sorts of value it
+    can read as.
 
     A feature reads as the values of the parameters that carry it, or as a kernel's own
     true/false (a trait); a feature no Helion field carries is left unchecked."""
@@ -78,7 +79,9 @@ def _name_kinds() -> dict[str, frozenset[str]]:
         kinds[name] = found
         for f in features:
             by_feature[f] = by_feature.get(f, frozenset({"bool"})) | found
-    return {**by_feature, **kinds}
+    facts = {"dtypes": frozenset({"string"}), "element_bytes": frozenset({"number"}),
+             "tile_bytes": frozenset({"number"})}
+    return {**by_feature, **kinds, **facts}
 
 
 _NAME_KINDS = _name_kinds()
