@@ -11,8 +11,8 @@ import triton
 
 from tests.kernels import gpu_faults
 from tests.kernels.loop_kernels import host_descriptor
-from tunegate.autotune.dropin import _called, _Configs, autotune
-from tunegate.policy import Environment, Policy, builtin_policy_path
+from tunegate.autotune.dropin import _called, _Configs, autotune, innermost
+from tunegate.policy import Environment, Policy, builtin_policy_path, detect_traits
 
 H200 = Environment(triton="3.6.0", torch="2.11.0", python="3.12.3", cuda="13.0", device="cuda",
                    capability="9.0")
@@ -72,3 +72,53 @@ def test_dropin_keeps_the_128_byte_descriptor_tile_at_three_stages(caplog):
     ok = {(t.config["XBLOCK"], t.config["NUM_STAGES"]) for t in kernel.last_result.trials
           if t.status == "ok"}
     assert (32, 3) in ok
+
+
+def _swiglu_call(device):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.randn(1, 256, 512, device=device, dtype=torch.bfloat16)
+    wg = torch.randn(1024, 512, device=device, dtype=torch.bfloat16)
+    out = torch.empty(1, 256, 1024, device=device, dtype=torch.bfloat16)
+    d3, d2 = [1, 1, 1], [1, 1]  # Liger's placeholders, replaced by each config's pre_hook
+    return {"desc_input": TensorDescriptor.from_tensor(x, d3),
+            "desc_Wg": TensorDescriptor.from_tensor(wg, d2),
+            "desc_Wu": TensorDescriptor.from_tensor(wg, d2),
+            "desc_A": TensorDescriptor.from_tensor(out, d3),
+            "desc_G": TensorDescriptor.from_tensor(out, d3),
+            "desc_U": TensorDescriptor.from_tensor(out, d3),
+            "S": 256, "dim": 512, "hidden_dim": 1024, "bucket_M": 256}
+
+
+def test_liger_swiglu_configs_are_all_kept_once_the_call_is_known():
+    mlp = pytest.importorskip("liger_kernel.ops.mlp")
+    import tunegate
+
+    kernel = tunegate.wrap(mlp._swiglu_kernel_forward)
+    kernel.nargs = _swiglu_call("cpu")
+    listed = _Configs(kernel.configs, {})
+    policy = Policy.from_files(builtin_policy_path())
+    called = policy.gate(listed.space, H200, _called(kernel, listed, {"gate_multiplier": 1.0}))
+    assert all(called.contains(p) for p in listed.points)  # tiles of 8 KiB and more
+    uncalled = policy.gate(listed.space, H200, detect_traits(innermost(kernel)))
+    assert sum(not uncalled.contains(p) for p in listed.points) == 16  # the 3-stage half
+
+
+@pytest.mark.gpu
+def test_liger_swiglu_on_the_h200_drops_no_config_and_is_right(monkeypatch, caplog):
+    mlp = pytest.importorskip("liger_kernel.ops.mlp")
+    if torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("the descriptor rule is for sm_90")
+    import tunegate
+
+    x = torch.randn(1, 256, 512, device="cuda", dtype=torch.bfloat16)
+    wg = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16) / 16
+    wu = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16) / 16
+    expected, _ = mlp.gemm_swiglu(x, wg, wu, 1.0, store_preact=True)  # Liger's own autotune
+    kernel = tunegate.wrap(mlp._swiglu_kernel_forward, budget=4)
+    monkeypatch.setattr(mlp, "_swiglu_kernel_forward", kernel)
+    caplog.set_level(logging.WARNING, logger="tunegate")
+    got, _ = mlp.gemm_swiglu(x, wg, wu, 1.0, store_preact=True)
+    assert torch.allclose(got.float(), expected.float(), atol=2e-2, rtol=2e-2)
+    assert not [r for r in caplog.records if "dropped config" in r.getMessage()]
+    assert kernel.last_result is not None and kernel.last_result.best is not None
