@@ -198,3 +198,13 @@ def test_a_problem_fact_compared_with_the_wrong_type_is_refused(tmp_path, match)
                     f'reason = "r"\nmatch = "{match}"\n')
     with pytest.raises(PolicyError, match="type mismatch"):
         Policy.from_files(path)
+
+
+def test_removals_say_when_a_rule_was_assumed_for_an_unknown_fact(policy):
+    traits = detect_traits(gpu_faults.td_copy)
+    call = {"in_ptr": torch.zeros(64), "out_ptr": torch.zeros(64), "n": 64}
+    space = gpu_faults.TD_TASK.space
+    before = {r.rule: r for r in policy.gate(space, H200, traits).removals()}[TD]
+    after = {r.rule: r for r in policy.gate(space, H200, traits.called_with(call)).removals()}[TD]
+    assert (before.count, before.assumed) == (2, True)
+    assert (after.count, after.assumed) == (1, False)
