@@ -208,3 +208,11 @@ def test_removals_say_when_a_rule_was_assumed_for_an_unknown_fact(policy):
     after = {r.rule: r for r in policy.gate(space, H200, traits.called_with(call)).removals()}[TD]
     assert (before.count, before.assumed) == (2, True)
     assert (after.count, after.assumed) == (1, False)
+
+
+def test_a_missing_name_decides_before_an_unknown_one():
+    result = _eval("absent == 1 or x < 128", x=Unknown("x unknown"))
+    assert result.holds and result.unknown == {"x": "x unknown"}
+    assert not _eval("absent < x", x=Unknown("x unknown")).holds  # no such parameter: false
+    nested = _eval("(x < 128) == true", x=Unknown("x unknown"))
+    assert nested.holds and nested.unknown == {"x": "x unknown"}

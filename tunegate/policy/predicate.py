@@ -147,8 +147,9 @@ class Predicate:
 
     @staticmethod
     def _unknown(node: Any, value: Unknown, unknown: dict[str, str]) -> None:
-        name = node.name if isinstance(node, Name) else "?"
-        unknown.setdefault(name, value.why)
+        """Record why a name was unknown (a sub-expression's names are recorded inside it)."""
+        if isinstance(node, Name):
+            unknown.setdefault(node.name, value.why)
         return None
 
     def _value(self, node: Any, lookup: Callable[[str], Any], unknown: dict[str, str]) -> Any:
@@ -163,11 +164,11 @@ class Predicate:
                  loops: dict[str, list[int]], unknown: dict[str, str]) -> bool | None:
         left = self._value(node.left, lookup, unknown)
         right = self._value(node.right, lookup, unknown)
+        if left is MISSING or right is MISSING:
+            return False
         for side, value in ((node.left, left), (node.right, right)):
             if isinstance(value, Unknown):
                 return self._unknown(side, value, unknown)
-        if left is MISSING or right is MISSING:
-            return False
         fn = _CMP[node.op]
         # A per-loop list on either side: any element may make the comparison hold.
         if isinstance(left, tuple) and isinstance(node.left, Name):
