@@ -216,3 +216,16 @@ def test_a_missing_name_decides_before_an_unknown_one():
     assert not _eval("absent < x", x=Unknown("x unknown")).holds  # no such parameter: false
     nested = _eval("(x < 128) == true", x=Unknown("x unknown"))
     assert nested.holds and nested.unknown == {"x": "x unknown"}
+
+
+def test_a_descriptor_kernel_whose_descriptors_are_not_found_is_assumed(policy):
+    source = ("def k(x_ptr, y_ptr, n, XBLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):\n"
+              "    for i in tl.range(0, n, XBLOCK, num_stages=NUM_STAGES):\n"
+              "        d = helper.make_desc(x_ptr, XBLOCK)\n"
+              "        tl.store_tensor_descriptor(d, [i], tl.load_tensor_descriptor(d, [i]))\n")
+    traits = detect_traits(source=source).called_with({"x_ptr": torch.zeros(8), "n": 8})
+    space = Space(parameters={"XBLOCK": Parameter(domain=Choice(choices=(1024,))),
+                              "NUM_STAGES": Parameter(domain=Choice(choices=(3,)))})
+    verdict = policy.explain(space.default(), space, H200, traits)
+    assert verdict.excluded
+    assert "no tensor descriptor was found" in verdict.reasons()[0].line()

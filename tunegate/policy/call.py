@@ -138,4 +138,7 @@ def _tile_bytes(call: CallFacts, descriptors: tuple[DescriptorSite, ...],
         if block is None or f.itemsize is None:
             return Unknown(f"tile_bytes unknown: descriptor argument {name}'s block or dtype")
         out.append(math.prod(block) * f.itemsize)
-    return tuple(out) or MISSING
+    if not out:  # e.g. made in a helper function: not read, so not known to be large
+        return Unknown("tile_bytes unknown: no tensor descriptor was found in the kernel's "
+                       "own source or its arguments")
+    return tuple(out)
