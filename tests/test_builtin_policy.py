@@ -44,6 +44,9 @@ CASES = {
     "dot-trans-with-sum-two-stages": (
         (h(num_stages=2), H200, {"dot_trans_and_sum"}),
         (h(num_stages=3), H200, {"dot_trans_and_sum"})),
+    "dot-trans-with-sum-two-stages-unconfirmed": (
+        (h(num_stages=2), H200, {"dot_trans_and_sum"}),
+        (h(num_stages=2), H200, set())),
     "dot-trans-with-sum-deep-pipeline": (
         (h(num_stages=4), H200, {"dot_trans_and_sum"}),
         (h(num_stages=1), H200, {"dot_trans_and_sum"})),

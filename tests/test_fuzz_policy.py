@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import random
 import re
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from tests.strategies import (FUZZ, env_keys, env_values, located, policy_bytes, policy_texts,
                               predicate_texts, valid_rules)
 from tunegate.cli import main
-from tunegate.policy import (Environment, InvalidEnvironment, Policy, PolicyError, Predicate,
+from tunegate.policy import (ENV_FACTS, Environment, InvalidEnvironment, Policy, PolicyError, Predicate,
                              PredicateSyntaxError, load_file)
 from tunegate.policy.predicate import MISSING
 from tunegate.space import helion_space
@@ -63,15 +64,21 @@ def test_any_policy_file_loads_or_names_file_and_line(folder, data):
 
 
 @FUZZ
-@given(valid_rules())
-def test_valid_drafts_load_with_each_rule_on_its_header_line(folder, rules):
+@given(valid_rules(), st.integers(0, 2**32))
+def test_valid_drafts_load_with_each_rule_on_its_header_line(folder, rules, seed):
     text, where = located(rules)
     loaded = load_file(_write(folder, text.encode()))
     assert [(r.id, r.source.line) for r in loaded] == [
         (r["id"], where[("rule", i)]) for i, r in enumerate(rules)]
     assert [(r.title, r.reason) for r in loaded] == [(r["title"], r["reason"]) for r in rules]
-    verdict = Policy(loaded).explain(SPACE.default(), SPACE, ENV)
-    assert verdict.status in ("allowed", "experimental", "excluded")
+    # The verdict of all rules is what each rule says alone, the strongest action deciding.
+    config = SPACE.sample(random.Random(seed))
+    verdict = Policy(loaded).explain(config, SPACE, ENV)
+    alone = {r.id: Policy([r]).explain(config, SPACE, ENV) for r in loaded}
+    hits = {rid: v.matched[0].action for rid, v in alone.items() if v.matched}
+    assert {m.rule: m.action for m in verdict.matched} == hits
+    assert verdict.status == ("excluded" if "disable" in hits.values() else
+                              "experimental" if hits else "allowed")
 
 
 def _run(*argv: str) -> tuple[int, str]:
@@ -96,8 +103,17 @@ def test_policy_check_and_explain_agree(folder, text):
         assert check_err.splitlines()[0] == explain_err.splitlines()[0]
 
 
+_ATOMS = st.builds("{} {} {}".format,
+                   st.sampled_from(["range_num_stages", "num_warps", "block_sizes", "BLOCK_M"]),
+                   st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), st.integers(0, 4))
+_WELL_FORMED = st.recursive(_ATOMS, lambda sub: st.one_of(
+    st.builds("({}) and ({})".format, sub, sub), st.builds("({}) or ({})".format, sub, sub),
+    st.builds("not ({})".format, sub)), max_leaves=6)
+"""Predicates that parse: comparisons under `and`, `or` and `not`."""
+
+
 @FUZZ
-@given(predicate_texts)
+@given(st.one_of(predicate_texts, _WELL_FORMED))
 def test_any_predicate_parses_or_points_at_the_problem(text):
     try:
         pred = Predicate(text)
@@ -105,9 +121,17 @@ def test_any_predicate_parses_or_points_at_the_problem(text):
         assert 0 <= e.pos <= len(text)
         return
     values = {"num_warps": 4, "range_num_stages": (1, 3), "block_sizes": (64,)}
-    result = pred.evaluate(lambda name: values.get(name, MISSING))
-    assert isinstance(result.holds, bool)
-    pred.names(), pred.is_any_decomposable()
+
+    def holds(**changed):
+        return pred.evaluate(lambda name: {**values, **changed}.get(name, MISSING)).holds
+
+    for name, pos in pred.names():  # each name is pointed at where the text writes it
+        assert text[pos:pos + len(name)].lower() == name.lower(), (name, pos)
+    with contextlib.suppress(PredicateSyntaxError):  # nested or long past the limits
+        assert Predicate(f"not ({text})").evaluate(
+            lambda name: values.get(name, MISSING)).holds is not holds()
+    if pred.is_any_decomposable():  # what the region relies on to narrow a per-loop domain
+        assert holds() == (holds(range_num_stages=(1,)) or holds(range_num_stages=(3,)))
 
 
 @FUZZ
@@ -119,7 +143,13 @@ def test_any_env_override_is_taken_or_named(overrides):
         assert "environment fact" in str(e)
         return
     assert set(overrides) <= set(env.overridden)
-    env.fingerprint(), env.describe()
+    for key, value in overrides.items():  # the last value given for a fact is the one taken
+        shown = "unknown" if value is None or value.lower() in ("unknown", "none") else value
+        assert env.describe()[key] == shown, (key, value)
+    again = Environment(**{k: env.fact(k) for k in ENV_FACTS})  # the same facts, not overridden
+    assert env.fingerprint() == again.fingerprint()
+    assert (env.fingerprint() == Environment().fingerprint()) == (
+        all(env.fact(k) is None for k in ENV_FACTS))
 
 
 _WRONG = {  # for each key, values of a type it never takes

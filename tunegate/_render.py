@@ -138,6 +138,8 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
             what = "; ".join(x for x in (_features(m.features), _loops(m.loops)) if x)
             if what:
                 out.append(f"      matched: {what}")
+            if m.assumed:
+                out.append(_wrap("assumed to match: " + "; ".join(m.assumed.values())))
             out.append(_wrap("why: " + m.reason))
     if verdict.possible:
         out += ["", "Could also apply if these facts were known"]

@@ -13,6 +13,7 @@ line (see `dropin_report`); why each dropped or rejected config lost is logged a
 from __future__ import annotations
 
 import atexit
+import copy
 import logging
 import os
 import tempfile
@@ -160,7 +161,8 @@ class Autotuner(TritonAutotuner):
         pruned = self.prune_configs(kwargs) if len(self.configs) > 1 else list(self.configs)
         policy, env = self._gate()
         listed = Configs(pruned, self.features)
-        region = policy.gate(listed.space, env, _traits(self))
+        traits = _called(self, listed, kwargs)
+        region = policy.gate(listed.space, env, traits)
         allowed, excluded = [], []
         for point, config in zip(listed.points, pruned):
             verdict = region.verdict(point)
@@ -182,7 +184,7 @@ class Autotuner(TritonAutotuner):
         if len(pruned) == 1:
             return allowed[0]  # as Triton: one candidate is used without measuring it
         try:
-            result = self._tune(args, kwargs, key, pruned, listed)
+            result = self._tune(args, kwargs, key, pruned, listed, traits)
         except TuneError as e:
             record(name, shown, len(pruned), excluded, e.result, error=str(e).split("\n")[0])
             if self.reference is None and "reference" in str(e):  # said in the drop-in's terms
@@ -192,10 +194,10 @@ class Autotuner(TritonAutotuner):
             raise
         winner = Config(values={k: v for k, v in result.best.items() if v is not None})
         record(name, shown, len(pruned), excluded, result, winner=winner.text())
-        return listed.triton_config(Config(values=result.best))
+        return listed.triton_config(result.best)
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
-              pruned: list[Any], listed: Configs) -> TuneResult:
+              pruned: list[Any], listed: Configs, traits: Any) -> TuneResult:
         ref, depth, why = locate(self)
         if ref is None:
             raise TuneError(f"cannot tune {self.base_fn.__name__} in worker processes: {why}. "
@@ -208,7 +210,7 @@ class Autotuner(TritonAutotuner):
         entries = tuple(next((i for i, c in enumerate(self.configs) if c is p), p)
                         for p in pruned)
         candidates = [*listed.points,
-                      baseline_config(listed.space, bind(listed.space, _traits(self)))]
+                      baseline_config(listed.space, bind(listed.space, traits))]
         grids = {p.key(): self._grid(kwargs["grid"], bound, launch, listed.triton_config(p))
                  for p in candidates}
         outputs = self.outputs if self.outputs is not None else tuple(
@@ -225,7 +227,7 @@ class Autotuner(TritonAutotuner):
         options.setdefault("store", None if self.persist else _scratch_store())
         if isinstance(options["store"], (str, os.PathLike)) or options["store"] is None:
             options["store"] = open_store(options["store"])
-        tuner = Tuner(make_task(self, call, pruned), ref, policy=policy, env=env,
+        tuner = Tuner(make_task(self, call, pruned), ref, policy=policy, env=env, traits=traits,
                       budget=budget if isinstance(budget, Budget) else Budget(configs=budget),
                       **options)
         try:
@@ -234,7 +236,7 @@ class Autotuner(TritonAutotuner):
             for trial in getattr(tuner, "trials", []):
                 if trial.status != "ok" and trial.reason is not None:
                     log.debug("%s: rejected config %s: %s", self.base_fn.__name__,
-                              Config(values=trial.config).text(), trial.reason.line())
+                              trial.config.text(), trial.reason.line())
         self.last_result = result
         assert result.best is not None
         return result
@@ -260,6 +262,27 @@ def _traits(tuner: Autotuner) -> Any:
     from ..policy import detect_traits
 
     return detect_traits(jit_function(tuner))
+
+
+def _called(tuner: Autotuner, listed: Configs, kwargs: Mapping[str, Any]) -> Any:
+    """The kernel's traits with this call's problem facts (dtypes, shapes, descriptor blocks),
+    which rule predicates read; a host descriptor's block is what each config's pre_hook sets,
+    worked out on copies of the descriptors."""
+    nargs = {**(tuner.nargs or {}), **{k: v for k, v in kwargs.items() if k in tuner.arg_names}}
+    descs = [n for n, v in nargs.items() if hasattr(v, "block_shape") and hasattr(v, "base")]
+
+    def blocks(values: Mapping[str, Any]) -> dict[str, Any]:
+        config = listed.triton_config(Config(values=dict(values)))
+        if config.pre_hook is None:
+            return {}
+        copies = {**nargs, **{n: copy.copy(nargs[n]) for n in descs}, **config.all_kwargs()}
+        try:
+            config.pre_hook(copies)
+        except Exception:  # noqa: BLE001 - the user's hook: its blocks are then unknown
+            return dict.fromkeys(descs)
+        return {n: getattr(copies[n], "block_shape", None) for n in descs}
+
+    return _traits(tuner).called_with(nargs, blocks if descs else None)
 
 
 def autotune(configs: Sequence[Any], key: Sequence[str], prune_configs_by: dict[str, Any] | None

@@ -13,11 +13,13 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ..policy import Environment, Policy, Region, detect_environment, detect_traits
+from ..policy import Environment, KernelTraits, Policy, Region, detect_environment, \
+    detect_traits
 from ..policy.verdict import match_rule
 from ..space.space import Config
 from .baseline import baseline_config, outvoted
 from .evaluator import CheckFailed, Evaluator, Trial
+from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
 from .ledger import Ledger
 from .pool import WorkerPool
@@ -45,6 +47,8 @@ class Tuner:
     simulated devices. `compile_workers` defaults to the CPU cores this process may use.
     `staged_timing` times every candidate briefly and only the contenders (see
     `search.CONTENDERS`) with the full measurement; off, every candidate gets the full one.
+    `traits` are the kernel's, with the problem facts of the call being tuned where the caller
+    has them (the drop-in); by default they are read from the kernel and the task's inputs.
     """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
@@ -54,13 +58,14 @@ class Tuner:
                  stress: StressCheck = StressCheck(), retune: bool = False,
                  recheck_reused: bool = True, devices: int | None = None,
                  staged_timing: bool = True, rechecked: Rechecked | None = None,
+                 traits: KernelTraits | None = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.task, self.ref = task, ref
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.staged_timing = staged_timing
         self.rechecked = rechecked if rechecked is not None else PROCESS_RECHECKED
-        self.traits = detect_traits(task.kernel)
+        self.traits = traits or detect_traits(task.kernel)  # the drop-in's has the call's facts
         self.deterministic = "atomics" not in self.traits.traits  # no atomics: bit for bit
         self.env = env or detect_environment(probe_device=True)
         self.store = store or open_store()
@@ -81,6 +86,8 @@ class Tuner:
             self._early_pool.launch(first_only=True)
         try:
             self.policy = policy or Policy.load()
+            if traits is None:
+                self.traits = with_problem_facts(self.traits, task, self.policy, self.env, seed)
             self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         except BaseException:
             if self._early_pool is not None:

@@ -4,11 +4,13 @@ A parameter that sets a loop option in the kernel's source (`num_stages=INNER_ST
 to that option's feature for that loop without the user writing `features=`; the launch option
 `num_stages` drives every `tl.range`/`range` loop that sets none. A declared binding wins; one
 that contradicts the source is kept and reported in `notes`. A feature the kernel's own code uses
-(tensor descriptors, block pointers, atomics) is used by every config of that kernel.
+(tensor descriptors, block pointers, atomics) is used by every config of that kernel. The
+problem facts of the call the kernel is gated for (see `call`) are read through the binding too.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping
 
@@ -17,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from ..space.features import FEATURES, uses
 from ..space.space import Space
 from ._arith import evaluate
+from .call import CALL_FACTS, CallFacts, DescriptorSite, call_fact
 from .loops import LOOP_OPTIONS
 from .predicate import MISSING
 from .rules import Rule
@@ -89,6 +92,14 @@ class Binding:
     kernel_features: dict[str, str] = field(default_factory=dict)
     loop_traits: dict[str, tuple[int, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    descriptors: tuple[DescriptorSite, ...] = ()
+    call: CallFacts | None = None
+    uncalled: str = "no kernel given"  # why `call` is None, for the explanation
+    space_parameters: tuple[str, ...] = ()
+
+    def fact(self, name: str, values: Mapping[str, Any]) -> Any:
+        """Problem fact `name` (see `CALL_FACTS`) for a config: a tuple, MISSING or Unknown."""
+        return call_fact(name, self.call, self.descriptors, values, self.uncalled)
 
     def features(self) -> set[str]:
         return {d.feature for d in self.drivers} | set(self.kernel_features)
@@ -107,7 +118,16 @@ class Binding:
                 and (scope is None or d.loop is None or d.loop in scope))
 
     def parameters(self, feature: str, scope: frozenset[int] | None = None) -> set[str]:
-        """The config parameters that drive `feature` on the loops in `scope`."""
+        """The config parameters that drive `feature` on the loops in `scope` (for a problem
+        fact: those its value may depend on)."""
+        if feature == "tile_bytes" and self.call is not None:  # uncalled: always unknown
+            if self.call.block_shapes is not None:  # set by the config's hooks: any parameter
+                return set(self.space_parameters)
+            names = {n for d in self.descriptors for e in d.block_shape or ()
+                     for n in re.findall(r"[A-Za-z_]\w*", e)}
+            return names & set(self.space_parameters)
+        if feature in CALL_FACTS:
+            return set()
         return {p for d in self._in_scope(feature, scope) for p in d.parameters}
 
     def sites(self, feature: str, values: Mapping[str, Any],
@@ -219,4 +239,8 @@ def bind(space: Space | None, traits: KernelTraits | None = None) -> Binding:
     return Binding(drivers=tuple(dict.fromkeys(drivers)),
                    kernel_features={f: e for f, e in kernel.items() if f in FEATURES},
                    loop_traits=dict(traits.loop_traits) if traits else {},
-                   notes=tuple(notes))
+                   notes=tuple(notes), descriptors=traits.descriptors if traits else (),
+                   call=traits.call if traits else None,
+                   uncalled="no kernel given" if traits is None else
+                   f"{traits.name} has not been called: no arguments to read it from",
+                   space_parameters=tuple(space.parameters))

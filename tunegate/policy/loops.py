@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import copy
 
+from .._text import short_hash
 from ._arith import evaluate
 from ._call_events import CallEvents
 from ._source import FunctionSource
@@ -79,8 +80,10 @@ class _Walker(CallEvents):
                 return env.get(n.id, n)
 
         out = Sub().visit(copy.deepcopy(node))
-        if len(ast.dump(out)) > _MAX_EXPR:  # a long chain of updates: stop following it
-            return marker("expr", self.is_runtime(out))
+        text = ast.dump(out)
+        if len(text) > _MAX_EXPR:  # a long chain of updates: stop following it, but keep
+            # its identity, so two different long addresses are not taken for one
+            return marker("expr:" + short_hash(text), self.is_runtime(out))
         return out
 
     def is_runtime(self, node: ast.AST) -> bool:

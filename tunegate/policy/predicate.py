@@ -1,7 +1,10 @@
 """`match` predicates: a small whitelisted grammar over config values, never `eval`ed.
 
 A name whose value is a per-loop list compares element by element and holds if any element
-does; the result records which loops made it hold, so an explanation can say "loop 1".
+does; the result records which loops made it hold, so an explanation can say "loop 1". A name
+whose value is `Unknown` (a problem fact before the kernel is called) makes the predicate fail
+closed: it holds unless the known part alone makes it false, and the result says which facts
+were assumed.
 """
 
 from __future__ import annotations
@@ -13,10 +16,18 @@ from typing import Any, Callable
 from ._predicate_parser import BoolOp, Compare, Literal, Name, Node, Not, PredicateSyntaxError
 from ._predicate_parser import parse as _parse
 
-__all__ = ["MISSING", "Predicate", "PredicateResult", "PredicateSyntaxError"]
+__all__ = ["MISSING", "Predicate", "PredicateResult", "PredicateSyntaxError", "Unknown"]
 
 MISSING: Any = object()
 """What a lookup returns for a name the config does not have: every comparison on it is false."""
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A value not known yet, and why: every comparison on it may hold (three-valued logic)."""
+
+    why: str
+
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt,
@@ -39,6 +50,7 @@ class PredicateResult:
 
     holds: bool
     loops: dict[str, list[int]] = field(default_factory=dict)
+    unknown: dict[str, str] = field(default_factory=dict)  # name -> why it was assumed to hold
 
 
 class Predicate:
@@ -97,20 +109,35 @@ class Predicate:
         return all(isinstance(i, (Compare, Name)) for i in items)
 
     def evaluate(self, lookup: Callable[[str], Any]) -> PredicateResult:
-        """Evaluate with `lookup(name)` giving a value, a per-loop tuple or `MISSING`."""
-        loops: dict[str, list[int]] = {}
-        holds = self._eval(self._tree, lookup, loops)
-        return PredicateResult(holds, loops if holds else {})
+        """Evaluate with `lookup(name)` giving a value, a per-loop tuple, `Unknown` or `MISSING`.
 
-    def _eval(self, node: Any, lookup: Callable[[str], Any], loops: dict[str, list[int]]) -> bool:
+        An unknown part counts as holding unless the rest decides: `a and b` is false if `a` is,
+        `a or b` true if `a` is, `not` of an unknown is unknown; such a predicate holds.
+        """
+        loops: dict[str, list[int]] = {}
+        unknown: dict[str, str] = {}
+        value = self._eval(self._tree, lookup, loops, unknown)
+        if value is False:
+            return PredicateResult(False)
+        return PredicateResult(True, loops, unknown if value is None else {})
+
+    def _eval(self, node: Any, lookup: Callable[[str], Any], loops: dict[str, list[int]],
+              unknown: dict[str, str]) -> bool | None:
+        """True, False, or None where an unknown value leaves it open."""
         if isinstance(node, BoolOp):
-            results = [self._eval(i, lookup, loops) for i in node.items]
-            return all(results) if node.op == "and" else any(results)
+            results = [self._eval(i, lookup, loops, unknown) for i in node.items]
+            decided = False if node.op == "and" else True
+            if decided in results:
+                return decided
+            return None if None in results else not decided
         if isinstance(node, Not):
-            return not self._eval(node.item, lookup, {})
+            inner = self._eval(node.item, lookup, {}, unknown)
+            return None if inner is None else not inner
         if isinstance(node, Compare):
-            return self._compare(node, lookup, loops)
-        value = self._value(node, lookup)
+            return self._compare(node, lookup, loops, unknown)
+        value = self._value(node, lookup, unknown)
+        if isinstance(value, Unknown):
+            return self._unknown(node, value, unknown)
         if isinstance(node, Name) and isinstance(value, tuple):
             hits = [i for i, v in enumerate(value) if v]
             if hits:
@@ -118,18 +145,30 @@ class Predicate:
             return bool(hits)
         return value is not MISSING and bool(value)
 
-    def _value(self, node: Any, lookup: Callable[[str], Any]) -> Any:
+    @staticmethod
+    def _unknown(node: Any, value: Unknown, unknown: dict[str, str]) -> None:
+        """Record why a name was unknown (a sub-expression's names are recorded inside it)."""
+        if isinstance(node, Name):
+            unknown.setdefault(node.name, value.why)
+        return None
+
+    def _value(self, node: Any, lookup: Callable[[str], Any], unknown: dict[str, str]) -> Any:
         if isinstance(node, Name):
             return lookup(node.name)
         if isinstance(node, Literal):
             return node.value
-        return self._eval(node, lookup, {})
+        inner = self._eval(node, lookup, {}, unknown)
+        return Unknown("a part of the predicate is unknown") if inner is None else inner
 
     def _compare(self, node: Compare, lookup: Callable[[str], Any],
-                 loops: dict[str, list[int]]) -> bool:
-        left, right = self._value(node.left, lookup), self._value(node.right, lookup)
+                 loops: dict[str, list[int]], unknown: dict[str, str]) -> bool | None:
+        left = self._value(node.left, lookup, unknown)
+        right = self._value(node.right, lookup, unknown)
         if left is MISSING or right is MISSING:
             return False
+        for side, value in ((node.left, left), (node.right, right)):
+            if isinstance(value, Unknown):
+                return self._unknown(side, value, unknown)
         fn = _CMP[node.op]
         # A per-loop list on either side: any element may make the comparison hold.
         if isinstance(left, tuple) and isinstance(node.left, Name):

@@ -167,9 +167,11 @@ class Region:
         sample = (list(self.space.configs()) if exact else
                   [self.space.sample(random.Random(i)) for i in range(_SAMPLES)])
         for rule in self.disabling:
-            hits = sum(1 for c in sample if self._match(rule, c))
-            count = hits if exact else math.floor(hits / len(sample) * total)
-            out.append(Removal(rule.id, count, exact, rule.id in self.assumed))
+            found = [m for c in sample
+                     if (m := match_rule(rule, c, self.space, binding=self.binding))]
+            count = len(found) if exact else math.floor(len(found) / len(sample) * total)
+            assumed = rule.id in self.assumed or any(m.assumed for m in found)
+            out.append(Removal(rule.id, count, exact, assumed))
         return out
 
 

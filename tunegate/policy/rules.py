@@ -12,6 +12,7 @@ from ..space.features import FEATURES, feature
 from ..space.domains import Boolean, Choice, IntRange, PowerOfTwo
 from ..space.helion import HELION_FIELDS, field_element
 from ..space.space import LAUNCH_OPTIONS
+from .call import CALL_FACTS
 from .predicate import Predicate
 from .traits import TRAITS
 from .versions import VersionGate
@@ -63,7 +64,8 @@ def _domain_kinds(domain: Any) -> frozenset[str] | None:
 
 
 def _name_kinds() -> dict[str, frozenset[str]]:
-    """Per known Helion field, launch option and feature, the sorts of value it can read as.
+    """Per known Helion field, launch option, feature and problem fact, the sorts of value it
+    can read as.
 
     A feature reads as the values of the parameters that carry it, or as a kernel's own
     true/false (a trait); a feature no Helion field carries is left unchecked."""
@@ -77,7 +79,9 @@ def _name_kinds() -> dict[str, frozenset[str]]:
         kinds[name] = found
         for f in features:
             by_feature[f] = by_feature.get(f, frozenset({"bool"})) | found
-    return {**by_feature, **kinds}
+    facts = {"dtypes": frozenset({"string"}), "element_bytes": frozenset({"number"}),
+             "tile_bytes": frozenset({"number"})}
+    return {**by_feature, **kinds, **facts}
 
 
 _NAME_KINDS = _name_kinds()
@@ -215,10 +219,11 @@ class Rule(BaseModel):
             return pred
         for name, pos in pred.names():
             if not (name in FEATURES or name in HELION_FIELDS or name in LAUNCH_OPTIONS
-                    or _CONSTEXPR.fullmatch(name)):
+                    or name in CALL_FACTS or _CONSTEXPR.fullmatch(name)):
                 raise ValueError(
                     f"unknown name {name!r} at column {pos + 1} of match {pred.text!r}: use a "
-                    "feature, a Helion config field, a launch option or an UPPER_CASE constexpr"
+                    "feature, a Helion config field, a launch option, a problem fact "
+                    f"({', '.join(CALL_FACTS)}) or an UPPER_CASE constexpr"
                 )
         for name, op, literal, pos in pred.comparisons():
             why = _mismatch(name, op, literal)

@@ -8,10 +8,12 @@ loop that holds the hazard and an explanation can point at the code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import ast
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
-from ._source import SourceError, from_object, from_text
+from ._source import FunctionSource, SourceError, from_object, from_text
+from .call import BlockShapes, CallFacts, DescriptorSite
 from .loops import Event, Loop, Walk, walk_kernel
 
 __all__ = ["KERNEL_FEATURES", "LOOP_TRAITS", "TRAITS", "KernelTraits", "TraitError",
@@ -57,6 +59,8 @@ class KernelTraits:
     loop_traits: dict[str, tuple[int, ...]] = field(default_factory=dict)
     parameters: tuple[str, ...] = ()
     constexprs: frozenset[str] = frozenset()
+    descriptors: tuple[DescriptorSite, ...] = ()
+    call: CallFacts | None = None  # the call the kernel is gated for; None: not called yet
 
     @property
     def traits(self) -> frozenset[str]:
@@ -69,6 +73,12 @@ class KernelTraits:
 
     def traits_of(self, loop: int) -> list[str]:
         return [t for t, idx in self.loop_traits.items() if loop in idx]
+
+    def called_with(self, args: Mapping[str, Any], block_shapes: BlockShapes | None = None
+                    ) -> "KernelTraits":
+        """These traits with the problem facts of one call (its arguments by name), which
+        rule predicates read as `dtypes`, `element_bytes` and `tile_bytes`."""
+        return replace(self, call=CallFacts.of(args, block_shapes))
 
 
 def _lca(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
@@ -162,6 +172,30 @@ class _Collector:
                 parent = loops[parent].parent
 
 
+_MAKE_DESCRIPTOR = ("make_tensor_descriptor", "_experimental_make_tensor_descriptor")
+
+
+def _descriptors(fn: FunctionSource, parameters: tuple[str, ...]) -> tuple[DescriptorSite, ...]:
+    """Every descriptor the kernel makes, with its base parameter and block_shape expressions."""
+    out = []
+    for node in ast.walk(fn.node):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in _MAKE_DESCRIPTOR:
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        base = kw.get("base", node.args[0] if node.args else None)
+        block = kw.get("block_shape", node.args[3] if len(node.args) > 3 else None)
+        dims = (tuple(ast.unparse(e) for e in block.elts)
+                if isinstance(block, (ast.List, ast.Tuple)) else None)
+        out.append(DescriptorSite(
+            base=base.id if isinstance(base, ast.Name) and base.id in parameters else None,
+            block_shape=dims, line=fn.line(node)))
+    return tuple(out)
+
+
 def detect_traits(kernel: Any = None, *, source: str | None = None,
                   name: str | None = None) -> KernelTraits:
     """Traits and loop map of a jitted kernel or plain function, or of `source` (the first
@@ -177,4 +211,5 @@ def detect_traits(kernel: Any = None, *, source: str | None = None,
         name=fn.node.name, evidence=collector.evidence, loops=tuple(walk.loops),
         loop_traits={t: tuple(sorted(collector.loops.get(t, ()))) for t in LOOP_TRAITS
                      if t in collector.evidence},
-        parameters=walk.parameters, constexprs=walk.constexprs)
+        parameters=walk.parameters, constexprs=walk.constexprs,
+        descriptors=_descriptors(fn, walk.parameters))

@@ -10,6 +10,7 @@ from ..reasons import Reason
 from ..space.features import FEATURES, uses
 from ..space.space import Config, Space
 from .binding import Binding, Site, bind
+from .call import CALL_FACTS
 from .env import Environment
 from .predicate import MISSING
 from .rules import Conditions, Rule
@@ -36,14 +37,17 @@ class RuleMatch(BaseModel):
     loops: dict[str, list[Any]] = {}  # predicate name -> loops: an index, or "N (P=V, line L)"
     sites: list[Site] = []  # the parameters, loops and lines that made the rule match
     traits: dict[str, str] = {}  # the rule's kernel traits -> the code that showed them
+    assumed: dict[str, str] = {}  # problem facts not known, taken as matching: name -> why
 
     def as_reason(self) -> Reason:
         what = "excluded" if self.action == "disable" else "experimental"
-        return Reason(kind="rule", summary=f"{what}: {self.title}", rule=self.rule,
-                      source=self.source, bugs=self.bugs,
+        assumed = "; ".join(self.assumed.values())
+        return Reason(kind="rule", summary=f"{what}: {self.title}" + (
+                          f" (assumed to match: {assumed})" if assumed else ""),
+                      rule=self.rule, source=self.source, bugs=self.bugs,
                       evidence={"features": self.features, "loops": self.loops,
                                 "sites": [s.model_dump(mode="json") for s in self.sites],
-                                "traits": self.traits})
+                                "traits": self.traits, "assumed": self.assumed})
 
 
 class Possible(BaseModel):
@@ -154,6 +158,8 @@ def lookup_in(config: Config, space: Space | None, binding: Binding | None = Non
     def lookup(name: str) -> Any:
         if name in config.values:
             return config.values[name]
+        if name in CALL_FACTS:
+            return binding.fact(name, config.values)
         if name not in FEATURES:
             return MISSING
         sites = binding.sites(name, config.values, scope)
@@ -197,11 +203,13 @@ def match_rule(rule: Rule, config: Config, space: Space | None,
     if rule.features and not hit_features:
         return None
     loops: dict[str, list[Any]] = {}
+    assumed: dict[str, str] = {}
     if rule.match is not None:
         seen: dict[str, list[Site]] = {}
         result = rule.match.evaluate(lookup_in(config, space, binding, scope, seen))
         if not result.holds:
             return None
+        assumed = result.unknown
         for name, hits in result.loops.items():
             if name not in seen:  # a parameter read by name: indices into its own list
                 loops[name] = hits
@@ -215,7 +223,7 @@ def match_rule(rule: Rule, config: Config, space: Space | None,
                   for s in found if len(found) == 1]
     return RuleMatch(rule=rule.id, action=rule.action, title=rule.title, reason=rule.reason,
                      bugs=rule.bugs, source=rule.where(), features=hit_features, loops=loops,
-                     sites=list(dict.fromkeys(sites)))
+                     sites=list(dict.fromkeys(sites)), assumed=assumed)
 
 
 def _with_traits(match: RuleMatch, rule: Rule, traits: KernelTraits) -> RuleMatch:
