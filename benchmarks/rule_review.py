@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tunegate.autotune.dropin import chain, innermost  # noqa: E402
+from tunegate.kernelfile import chain, jit_function  # noqa: E402
 from tunegate.autotune.task import space_from_triton_configs  # noqa: E402
 from tunegate.policy import Policy, detect_environment, detect_traits  # noqa: E402
 from tunegate.policy.traits import TraitError  # noqa: E402
@@ -62,7 +62,7 @@ def autotuned(module: Any) -> Iterator[tuple[str, Any]]:
 def review(tuner: Any, policy: Policy, env: Any) -> dict[str, Any]:
     """Per config: removed / depends on call / checked / kept, and the rules that decided."""
     space, points = space_from_triton_configs(tuner.configs)
-    traits = detect_traits(innermost(tuner))
+    traits = detect_traits(jit_function(tuner))
     region = policy.gate(space, env, traits)
     counts: Counter[str] = Counter()
     rules: dict[str, Counter[str]] = {"removed": Counter(), "depends on call": Counter(),

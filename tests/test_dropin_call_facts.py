@@ -11,7 +11,9 @@ import triton
 
 from tests.kernels import gpu_faults
 from tests.kernels.loop_kernels import host_descriptor
-from tunegate.autotune.dropin import _called, _Configs, autotune, innermost
+from tunegate.autotune.callsite import Configs
+from tunegate.autotune.dropin import _called, autotune
+from tunegate.kernelfile import jit_function
 from tunegate.policy import Environment, Policy, builtin_policy_path, detect_traits
 
 H200 = Environment(triton="3.6.0", torch="2.11.0", python="3.12.3", cuda="13.0", device="cuda",
@@ -32,7 +34,7 @@ def test_host_descriptor_blocks_come_from_each_configs_pre_hook():
     dummy = [1, 1]
     tuner.nargs = {"in_desc": TensorDescriptor.from_tensor(x, dummy),
                    "out_desc": TensorDescriptor.from_tensor(x, dummy), "M": 256}
-    listed = _Configs(configs, {})
+    listed = Configs(configs, {})
     region = Policy.from_files(builtin_policy_path()).gate(listed.space, H200,
                                                          _called(tuner, listed, {}))
     assert [c.values["BLOCK_M"] for c in region.configs()] == [64]  # 1 x 32 fp16 = 64 bytes
@@ -50,7 +52,7 @@ def test_a_failing_pre_hook_leaves_the_block_unknown_and_says_so():
     x = torch.zeros(256, 32)
     tuner.nargs = {"in_desc": TensorDescriptor.from_tensor(x, [64, 32]),
                    "out_desc": TensorDescriptor.from_tensor(x, [64, 32]), "M": 256}
-    listed = _Configs(configs, {})
+    listed = Configs(configs, {})
     verdict = Policy.from_files(builtin_policy_path()).explain(
         listed.points[0], listed.space, H200, _called(tuner, listed, {}))
     assert verdict.excluded
@@ -96,11 +98,11 @@ def test_liger_swiglu_configs_are_all_kept_once_the_call_is_known():
 
     kernel = tunegate.wrap(mlp._swiglu_kernel_forward)
     kernel.nargs = _swiglu_call("cpu")
-    listed = _Configs(kernel.configs, {})
+    listed = Configs(kernel.configs, {})
     policy = Policy.from_files(builtin_policy_path())
     called = policy.gate(listed.space, H200, _called(kernel, listed, {"gate_multiplier": 1.0}))
     assert all(called.contains(p) for p in listed.points)  # tiles of 8 KiB and more
-    uncalled = policy.gate(listed.space, H200, detect_traits(innermost(kernel)))
+    uncalled = policy.gate(listed.space, H200, detect_traits(jit_function(kernel)))
     assert sum(not uncalled.contains(p) for p in listed.points) == 16  # the 3-stage half
 
 
