@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a result the user asked to detect (`--fail-on`, a failed tuning run);
 2 bad input (a malformed policy or config, an unknown fact, a missing file, a bad option or
-store); 130 interrupted; 141 stdout closed early (`| head`), quietly.
+store); 3 `policy verify` found a rule's bug not in the state the policy assumes; 130
+interrupted; 141 stdout closed early (`| head`), quietly.
 """
 
 from __future__ import annotations
@@ -564,6 +565,52 @@ def cmd_store_prune(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- policy verify / suggest: rules that check themselves ----------------------------------------
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .autotune.verify import exit_code, render_checks, verify
+
+    policy, env = _policy(args), _environment(args)
+    with _user_output_to_stderr():
+        checks = verify(policy, env, args.rules, timeout=args.timeout)
+    if args.json:
+        _print_json({"checks": [{**c.model_dump(mode="json"), "agrees": c.agrees}
+                                for c in checks], "exit": exit_code(checks)})
+    else:
+        print(render_checks(checks))
+    return exit_code(checks)
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from .autotune.suggest import render_suggestions, suggest
+
+    task = _kernel(args.kernel)[1] if args.kernel else None
+    if args.kernel and task is None:
+        raise UsageError(f"{args.kernel} is not a tunegate Task: --kernel needs one")
+    store = _existing_store(args)
+    found = suggest(store, task) if store is not None else []
+    if args.json:
+        _print_json([s.model_dump(mode="json") for s in found])
+    else:
+        print(render_suggestions(found))
+    return EXIT_OK
+
+
+def _self_checking_parsers(policy: Any) -> None:
+    p = policy.add_parser("verify", help="run rules' reproducers here: is each bug still there?")
+    p.add_argument("rules", nargs="*", metavar="RULE", help="rule ids (default: every rule "
+                   "that names a reproducer)")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                   help="per config (default 60 on a GPU, 300 under the interpreter)")
+    _common(p)
+    p.set_defaults(run=cmd_verify)
+    p = policy.add_parser("suggest", help="propose a rule (TOML) from the store's quarantine")
+    p.add_argument("--store", metavar="PATH", type=_store_path, help="the tuning store to read")
+    p.add_argument("--kernel", metavar="FILE:NAME",
+                   help="the kernel's task: name the features and loops wrong configs share")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(run=cmd_suggest)
+
+
 # -- parser ----------------------------------------------------------------------------------
 def _common(p: argparse.ArgumentParser, *, env: bool = True) -> None:
     p.add_argument("--policy", action="append", default=[], metavar="FILE",
@@ -604,6 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = policy.add_parser("env", help="the detected environment facts")
     _common(p)
     p.set_defaults(run=cmd_env)
+    _self_checking_parsers(policy)
 
     space = verbs.add_parser("space", help="inspect spaces").add_subparsers(
         dest="space_verb", required=True)

@@ -13,10 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..policy import detect_traits
+from ..policy.binding import bind
 from ..policy.predicate import MISSING, Predicate
 from ..policy.rules import Rule
+from ..policy.verdict import features_used
 from ..space.space import Config
 from .store import Store
+from .task import Task
 
 __all__ = ["Suggestion", "render_suggestions", "suggest"]
 
@@ -32,6 +36,9 @@ class Suggestion(BaseModel):
     wrong: list[str]
     passed: list[str]
     evidence: list[str]  # one quarantine reason per wrong config
+    features: list[str] = []  # used by every wrong config, not by every passed one
+    loops: dict[str, Any] = {}  # feature -> the loops of the first wrong config that use it
+    traits: list[str] = []  # the kernel's traits, when its task was given
     toml: str | None
 
 
@@ -114,8 +121,21 @@ def _kebab(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "kernel"
 
 
+def _shared_features(task: Task, wrong: list[Config], passed: list[Config]
+                     ) -> tuple[list[str], dict[str, Any], list[str]]:
+    """(features every wrong config uses and some passed one does not, their loops in the
+    first wrong config, the kernel's traits)."""
+    traits = detect_traits(task.kernel)
+    binding = bind(task.space, traits)
+    used = [features_used(c, task.space, binding) for c in wrong]
+    shared = set(used[0]).intersection(*used[1:])
+    telling = sorted(f for f in shared
+                     if not all(f in features_used(c, task.space, binding) for c in passed))
+    return telling, {f: used[0][f] for f in telling}, sorted(traits.traits)
+
+
 def _toml(kernel: str, rule_id: str, match: str, wrong: list[str], passed: int,
-          evidence: list[str], store: str) -> str:
+          evidence: list[str], store: str, features: list[str], traits: list[str]) -> str:
     reason = (f"Quarantined by tunegate's accuracy check in {store}: {len(wrong)} config(s) of "
               f"{kernel} wrong, {passed} right; every wrong one matches, no right one does. "
               f"First: {wrong[0]}: {evidence[0]}")
@@ -126,13 +146,17 @@ def _toml(kernel: str, rule_id: str, match: str, wrong: list[str], passed: int,
         f"id = {json.dumps(rule_id)}",
         f"title = {json.dumps(f'Configs of {kernel} with {match} gave wrong output')}",
         'action = "disable"',
+        *([f"features = {json.dumps(features)}"] if features else []),
         f"match = {json.dumps(match)}",
         f"reason = {json.dumps(reason[:2000], ensure_ascii=False)}",
+        *([f"# {kernel} has the traits {', '.join(traits)}: `kernel = [...]` in "
+           "[rule.when] aims the rule at kernels like it"] if traits else []),
     ]) + "\n"
 
 
-def suggest(store: Store) -> list[Suggestion]:
-    """One suggestion per kernel with quarantined configs, in the order of the store."""
+def suggest(store: Store, task: Task | None = None) -> list[Suggestion]:
+    """One suggestion per kernel with quarantined configs, in the order of the store; with
+    `task`, only for its kernel, naming the features and loops its wrong configs share."""
     by_kernel: dict[str, dict[str, dict[Config, str]]] = {}
     for kernel, config, status, reason in store.outcomes():
         groups = by_kernel.setdefault(kernel, {"wrong": {}, "ok": {}})
@@ -140,18 +164,21 @@ def suggest(store: Store) -> list[Suggestion]:
     out = []
     for kernel, groups in by_kernel.items():
         wrong = list(groups["wrong"])
-        if not wrong:
+        if not wrong or (task is not None and kernel != task.name):
             continue
         passed = [c for c in groups["ok"] if c not in groups["wrong"]]
         match = _separate(wrong, passed, _atoms(wrong + passed, wrong))
         rule_id = f"suggested-{_kebab(kernel)}"
         texts = [c.text() for c in wrong]
         evidence = [groups["wrong"][c] for c in wrong]
+        features, loops, traits = (_shared_features(task, wrong, passed) if task is not None
+                                   else ([], {}, []))
         out.append(Suggestion(
             kernel=kernel, rule_id=rule_id, match=match, wrong=texts,
-            passed=[c.text() for c in passed], evidence=evidence,
-            toml=_toml(kernel, rule_id, match, texts, len(passed), evidence, str(store.path))
-            if match else None))
+            passed=[c.text() for c in passed], evidence=evidence, features=features,
+            loops=loops, traits=traits,
+            toml=_toml(kernel, rule_id, match, texts, len(passed), evidence, str(store.path),
+                       features, traits) if match else None))
     return out
 
 
@@ -164,6 +191,8 @@ def render_suggestions(suggestions: list[Suggestion]) -> str:
         lines = [f"# {s.kernel}: {len(s.wrong)} wrong, {len(s.passed)} passed"]
         lines += [f"#   wrong: {w}: {e}"[:300] for w, e in zip(s.wrong, s.evidence)]
         lines += [f"#   passed: {p}" for p in s.passed[:20]]
+        lines += [f"#   every wrong config uses {f}" + ("" if on is True else f" (loops {on})")
+                  for f, on in s.loops.items()]
         if s.toml is None:
             lines.append("# no comparison of parameter values separates the wrong configs from "
                          "the passed ones: no rule is suggested")
