@@ -43,4 +43,9 @@ TASK = Task(name="repro_splitk_row_sum", kernel=splitk_row_sum, space=SPACE,
             outputs=("out_ptr",), reference=lambda x_ptr, out_ptr, K: x_ptr.double().sum(1),
             tolerances={"float32": (1e-4, 1e-4)})
 
+# For `policy suggest`: two block sizes, so the wrong configs share only SPLIT_K > 1.
+TASK_WIDE = TASK.model_copy(update={"space": Space(parameters={
+    "BLOCK_K": Parameter(domain=Choice(choices=(16, 32), default=32)),
+    "SPLIT_K": SPACE.parameters["SPLIT_K"]})})
+
 REPRODUCER = Reproducer(task=TASK, shows=("wrong",), backends=("gpu", "interpreter"), draws=1)
