@@ -109,7 +109,8 @@ def _separate(wrong: list[Config], passed: list[Config], atoms: list[str]) -> st
     chosen: list[str] = []
     left = set(everything)
     while left and len(chosen) < _MAX_TERMS:
-        term, hit = max(clean, key=lambda t: (len(t[1] & left), -len(t[0])), default=("", frozenset()))
+        term, hit = max(clean, key=lambda t: (len(t[1] & left), -len(t[0])),
+                        default=("", frozenset()))
         if not hit & left:
             return None
         chosen.append(f"({term})" if " and " in term else term)

@@ -174,7 +174,7 @@ def _outcome(trial: Trial) -> ConfigOutcome:
                                      "max_rel_error", "wrong_launches", "launches", "error")
             if k in evidence}
     if isinstance(keep.get("error"), str):
-        keep["error"] = keep["error"].strip().splitlines()[-1][:300] if keep["error"] else ""
+        keep["error"] = keep["error"].strip()[:1000]
     return ConfigOutcome(config=Config(values=trial.config).text(), status=trial.status,
                          checked=trial.checked(), summary=trial.reason.summary
                          if trial.reason else "", evidence=keep)
