@@ -58,6 +58,10 @@ def test_a_conjunction_or_none_when_one_comparison_cannot_separate():
     from tunegate.autotune.suggest import _atoms
 
     assert _separate(wrong, passed, _atoms(configs, wrong)) == "A >= 2 and B == 1"
+    apart = [c for c in configs if (c.values["A"], c.values["B"]) in ((1, 1), (3, 2))]
+    rest = [c for c in configs if c not in apart]
+    assert _separate(apart, rest, _atoms(configs, apart)) == \
+        "(A == 1 and B == 1) or (A == 3 and B == 2)"
     same = [configs[0]]  # one config both wrong and right: nothing separates them
     assert _separate(same, same, _atoms(same, same)) is None
 

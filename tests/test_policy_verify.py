@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.conftest import KERNELS, run_cli
-from tunegate.autotune.reproducer import load_reproducer
+from tunegate.autotune.reproducer import ReproducerError, load_reproducer
 from tunegate.autotune.tuner import baseline_config
 from tunegate.autotune.verify import EXIT_DIFFERS, VerifyError, exit_code, verify
 from tunegate.policy import Policy, PolicyError, builtin_policy_path, detect_environment
@@ -145,4 +145,14 @@ def test_the_cli_table_json_and_exit_codes(write_policy):
     assert data["checks"][0]["agrees"] is True
     out = run_cli("policy", "verify", "no-such-rule")
     assert out.returncode == 2 and "no rule 'no-such-rule'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_reproducer_file_without_a_reproducer_is_a_clean_error(write_policy, tmp_path):
+    (tmp_path / "nothing.py").write_text("X = 1\n")
+    path = write_policy("schema = 1\n" + rule("r-1", "nothing.py", "split_k"))
+    with pytest.raises(ReproducerError, match=r"nothing.py defines no `REPRODUCER"):
+        verify(Policy.from_files(path), here())
+    out = run_cli("policy", "verify", "--policy", str(path), "r-1")
+    assert out.returncode == 2 and "defines no `REPRODUCER" in out.stderr
     assert "Traceback" not in out.stderr

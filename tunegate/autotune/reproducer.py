@@ -38,7 +38,7 @@ class Reproducer(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     task: Task
-    shows: tuple[Symptom, ...]
+    shows: tuple[Symptom, ...] = Field(min_length=1)
     backends: tuple[Literal["gpu", "interpreter"], ...] = ("gpu",)
     draws: int = Field(default=2, ge=1)
     launches: int = Field(default=0, ge=0)
