@@ -1,6 +1,7 @@
-"""triton-lang/triton#11656: `tl.range(..., flatten=True)` over a nest whose run-time inner
-range is empty runs the inner body once per outer iteration anyway (seen on 3.6.0, 3.7.1 and
-3.8.0). Here row sums over a run-time row length of 0: every sum must stay 0."""
+"""triton-lang/triton#11656: `tl.range(..., flatten=True)` over a nest whose run-time inner range
+is empty because its upper bound is below its lower bound (`tl.range(5, end)` with end = 3)
+runs the inner body once per outer iteration anyway (seen on 3.6.0, 3.7.1 and 3.8.0; an inner
+range of length exactly 0 is handled). Each row's sum over the empty range must stay 0."""
 
 import torch
 import triton
@@ -10,30 +11,29 @@ from tunegate.autotune.reproducer import Reproducer
 from tunegate.autotune.task import Task
 from tunegate.space import Boolean, Choice, Parameter, Space
 
-ROWS, WIDTH = 8, 3
+ROWS, START, END = 4, 5, 3
 
 
 @triton.jit
-def row_sums(x_ptr, out_ptr, length, ROWS: tl.constexpr, WIDTH: tl.constexpr,
+def row_sums(x_ptr, out_ptr, end, ROWS: tl.constexpr, START: tl.constexpr,
              BLOCK: tl.constexpr, FLATTEN: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     for row in tl.range(0, ROWS, flatten=FLATTEN):
         acc = tl.zeros((BLOCK,), dtype=tl.float32)
-        for j in tl.range(0, length):
-            acc += tl.load(x_ptr + (row * WIDTH + j) * BLOCK + offs)
+        for _ in tl.range(START, end):
+            acc += tl.load(x_ptr + row * BLOCK + offs)
         tl.store(out_ptr + row * BLOCK + offs, acc)
 
 
 def make_inputs(seed: int, device: str) -> dict:
     g = torch.Generator().manual_seed(seed)
-    return {"x_ptr": torch.randn(ROWS * WIDTH * 32, generator=g).to(device),
-            "out_ptr": torch.empty(ROWS * 32, device=device), "length": 0, "ROWS": ROWS,
-            "WIDTH": WIDTH}
+    return {"x_ptr": torch.randn(ROWS * 32, generator=g).to(device),
+            "out_ptr": torch.empty(ROWS * 32, device=device), "end": END, "ROWS": ROWS,
+            "START": START}
 
 
-def reference(x_ptr, out_ptr, length, ROWS, WIDTH):
-    x = x_ptr.double().view(ROWS, WIDTH, -1)
-    return x[:, :length].sum(1).flatten()
+def reference(x_ptr, out_ptr, end, ROWS, START):
+    return x_ptr * max(0, end - START)  # the inner body runs end - START times, if any
 
 
 TASK = Task(
