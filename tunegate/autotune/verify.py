@@ -171,7 +171,7 @@ def _run(rep: Reproducer, ref: TaskRef, baseline: Config, covered: list[Config],
 def _outcome(trial: Trial) -> ConfigOutcome:
     evidence = dict(trial.reason.evidence) if trial.reason else {}
     keep = {k: evidence[k] for k in ("argument", "mismatched", "total", "max_abs_error",
-                                     "max_rel_error", "wrong_launches", "launches", "error")
+                                     "max_rel_error", "launches", "wrong", "differing", "error")
             if k in evidence}
     if isinstance(keep.get("error"), str):
         keep["error"] = keep["error"].strip()[:1000]

@@ -1,7 +1,7 @@
 """triton-lang/triton#6691: one loop accumulating tl.sum(a) and tl.dot(tl.trans(a), b). On an
 H200 (Triton 3.6.0, fp16, N=5000, D=128, block 64, 4 warps) num_stages=2 was wrong in every
 launch and num_stages=3 and 4 in about 2% of launches (shared/evidence/race_6691_h200.json), so
-configs that pass their draws get 600 poisoned launches: a 2% race escapes 600 with p < 1e-5."""
+configs that pass their draws get 1000 poisoned launches: a 2% race escapes them with p < 1e-8."""
 
 import torch
 import triton
@@ -54,4 +54,4 @@ TASK = Task(
     grid=(1,), make_inputs=make_inputs, outputs=("out_a_ptr", "out_ab_ptr"),
     reference=reference, tolerances={"float32": (1e-2, 1e-1)})  # the evidence's tolerances
 
-REPRODUCER = Reproducer(task=TASK, shows=("wrong",), launches=600)
+REPRODUCER = Reproducer(task=TASK, shows=("wrong",), launches=1000)
