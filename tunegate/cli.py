@@ -573,8 +573,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with _user_output_to_stderr():
         checks = verify(policy, env, args.rules, timeout=args.timeout)
     if args.json:
-        _print_json({"checks": [{**c.model_dump(mode="json"), "agrees": c.agrees}
-                                for c in checks], "exit": exit_code(checks)})
+        _print_json({"checks": [c.model_dump(mode="json") for c in checks],
+                     "exit": exit_code(checks)})
     else:
         print(render_checks(checks))
     return exit_code(checks)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Literal, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from ..errors import TunegateError
 from ..policy import Environment, Policy, detect_traits
@@ -64,8 +64,10 @@ class RuleCheck(BaseModel):
     outcomes: list[ConfigOutcome] = []
     until: str | None = None  # for a bug fixed here: the TOML that lifts the rule
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def agrees(self) -> bool:
+        """Whether the state found is the one the policy assumes (untested rules agree)."""
         return self.state == "not_testable" or self.state == self.assumed
 
 
