@@ -142,7 +142,7 @@ def _verify_rule(rule: Rule, env: Environment, seed: int, timeout: float | None)
         return _untestable(rule, f"the baseline {baseline.text()} fails too ({base.status}: "
                                  f"{base.reason.summary if base.reason else ''}), so the "
                                  "reproducer shows nothing about the rule")
-    return _judged(check, rule, rep, env, trials, applies.why if lifted else "")
+    return _judged(check, rep, env, trials, applies.why if lifted else "")
 
 
 def _run(rep: Reproducer, ref: TaskRef, baseline: Config, covered: list[Config], kind: str,
@@ -182,8 +182,9 @@ def _outcome(trial: Trial) -> ConfigOutcome:
                          if trial.reason else "", evidence=keep)
 
 
-def _judged(check: RuleCheck, rule: Rule, rep: Reproducer, env: Environment,
-            trials: list[Trial], lifted_why: str) -> RuleCheck:
+def _judged(check: RuleCheck, rep: Reproducer, env: Environment, trials: list[Trial],
+            lifted_why: str) -> RuleCheck:
+    """The check with the state the covered configs' trials show."""
     outcomes = [_outcome(t) for t in trials]
     failing = [t for t in trials if t.status != "ok"]
     if failing:
