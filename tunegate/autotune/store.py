@@ -127,6 +127,23 @@ class Store(StoreFile):
                 out[config] = DAMAGED_REASON
         return out
 
+    def outcomes(self, statuses: tuple[str, ...] = (_OK, _WRONG)
+                 ) -> list[tuple[str, Config, str, Reason | None]]:
+        """(kernel name, config, status, reason) of every trial with one of `statuses`, oldest
+        first: what `policy suggest` reads. Damaged rows are skipped with a warning."""
+        marks = ",".join("?" * len(statuses))
+        with self._read() as db:
+            rows = db.execute(f"SELECT id, kernel_name, config, status, reason FROM trials "
+                              f"WHERE status IN ({marks}) ORDER BY id", statuses).fetchall()
+        out = []
+        for r in rows:
+            try:
+                out.append((str(r["kernel_name"]), config_of(r["config"]), str(r["status"]),
+                            reason_of(r["reason"])))
+            except Damaged as e:
+                self._skip("trials", r["id"], e)
+        return out
+
     def best(self, task: str, problem: str, env: str) -> Best | None:
         """The stored best of the key, unless its config is quarantined as wrong there (a
         quarantined config is never reused, whatever a best row says). A damaged best row is

@@ -4,7 +4,8 @@ One module per verb (`policy`, `space`, `tune`, `store`, `run`); argument types 
 `--json` documents in `_json`, text in `tunegate._render`, and exit codes in `_exit`:
 0 success; 1 a result the user asked to detect (`--fail-on`, `--strict`, a failed tuning run);
 2 bad input (a malformed policy or config, an unknown fact, a missing file, a bad option or
-store); 130 interrupted; 141 stdout closed early (`| head`), quietly.
+store); 3 `policy verify` found a rule's bug not in the state the policy assumes; 130
+interrupted; 141 stdout closed early (`| head`), quietly.
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ import sys
 from .. import _render
 from ..errors import TunegateError
 
-__all__ = ["EXIT_DETECTED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
+__all__ = ["EXIT_DETECTED", "EXIT_DIFFERS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
            "exit_code"]
 
 EXIT_OK = 0           # success
 EXIT_DETECTED = 1     # a result the user asked to detect (--fail-on, --strict), a failed run
 EXIT_USAGE = 2        # bad input: a malformed policy or config, a missing file, a bad option
+EXIT_DIFFERS = 3      # `policy verify`: a rule's bug is not in the state the policy assumes
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
 EXIT_PIPE = 141       # stdout closed early (`| head`): quietly
 

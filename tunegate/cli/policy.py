@@ -168,3 +168,6 @@ def add_parsers(verbs: Any) -> None:
     p = policy.add_parser("env", help="the detected environment facts")
     _args.common(p)
     p.set_defaults(run=cmd_env)
+    from . import self_check  # verify and suggest: after this module, which they use
+
+    self_check.add_parsers(policy)

@@ -12,10 +12,10 @@ from ..errors import UsageError
 from . import _args, _json
 from ._exit import EXIT_OK
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "existing_store"]
 
 
-def _existing_store(args: argparse.Namespace) -> Any:
+def existing_store(args: argparse.Namespace) -> Any:
     """The store the command names, or None (said on stderr) when there is none yet."""
     from ..autotune import default_store_path
 
@@ -33,7 +33,7 @@ def _known_kernel(store: Any, name: str | None) -> None:
 
 
 def cmd_store_list(args: argparse.Namespace) -> int:
-    store = _existing_store(args)
+    store = existing_store(args)
     bests = [] if store is None else store.bests(args.kernel)
     if args.json:
         print(_json.dump([_render.best_entry(b) for b in bests]))
@@ -45,7 +45,7 @@ def cmd_store_list(args: argparse.Namespace) -> int:
 
 
 def cmd_store_clear_quarantine(args: argparse.Namespace) -> int:
-    store = _existing_store(args)
+    store = existing_store(args)
     if store is None:
         return EXIT_OK
     _known_kernel(store, args.kernel)
@@ -58,7 +58,7 @@ def cmd_store_clear_quarantine(args: argparse.Namespace) -> int:
 def cmd_store_prune(args: argparse.Namespace) -> int:
     if args.older_than is None and args.kernel is None:
         raise UsageError("say what to prune: --older-than DAYS, --kernel NAME, or both")
-    store = _existing_store(args)
+    store = existing_store(args)
     if store is None:
         return EXIT_OK
     _known_kernel(store, args.kernel)

@@ -99,6 +99,6 @@ check_conditions = table({**{k: string for k in _VERSION_FACTS}, "device": strin
                           "kernel": strings}, "[rule.when] or [rule.until]")
 check_rule = table({
     "id": string, "title": string, "action": string, "bugs": strings, "features": strings,
-    "match": string, "reason": string, "enabled": boolean,
+    "match": string, "reason": string, "enabled": boolean, "reproducer": string,
     "when": check_conditions, "until": check_conditions,
 }, "[[rule]]")

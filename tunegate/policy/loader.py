@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from ._shape import check_rule, describe
 from ._toml_lines import Layout, scan
+from .reproducers import builtin_reproducers, reproducer_file
 from .rules import Rule, RuleSource, SwitchOff
 from ..errors import TunegateError
 
@@ -191,6 +192,11 @@ class _FileLoader:
                 if err["type"] == "missing" and eloc and eloc[0] in raw:
                     continue  # present with the wrong type: reported above
                 self.problem(loc + _to_item(raw, eloc, err["msg"]), rule_id, _message(err))
+            return None
+        if rule.reproducer is not None and reproducer_file(rule.reproducer, self.path) is None:
+            self.problem(loc + ("reproducer",), rule_id, f"reproducer: unknown reproducer "
+                         f"{rule.reproducer!r} (built in: {', '.join(builtin_reproducers())}; "
+                         "or a .py file relative to this policy file)")
             return None
         return None if mistakes else rule.model_copy(update={"source": source})
 

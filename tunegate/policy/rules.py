@@ -23,6 +23,7 @@ ACTIONS = ("disable", "experimental")
 _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 _BUG = re.compile(r"([\w.-]+/[\w.-]+#\d+|https?://\S+|[\w.-]+ [\w.-]+ release)")
 _CONSTEXPR = re.compile(r"[A-Z][A-Z0-9_]*")
+_REPRODUCER = re.compile(r"[a-z0-9_]+|[^\0]*\.py")
 
 
 def _gate(value: Any) -> Any:
@@ -190,6 +191,9 @@ class Rule(BaseModel):
     enabled: bool = Field(default=True, strict=True)
     when: Conditions = Field(default_factory=Conditions)
     until: Conditions | None = None
+    # A kernel and task that show the bug (see tunegate.autotune.verify); it decides nothing
+    # about configs, so it is left out of dumps and of the policy's fingerprint.
+    reproducer: str | None = Field(default=None, exclude=True)
     source: RuleSource | None = Field(default=None, exclude=True)
 
     @field_validator("id")
@@ -231,6 +235,14 @@ class Rule(BaseModel):
                 raise ValueError(f"type mismatch at column {pos + 1} of match {pred.text!r}: "
                                  + why)
         return pred
+
+    @field_validator("reproducer")
+    @classmethod
+    def _reproducer_name(cls, name: str | None) -> str | None:
+        if name is not None and not _REPRODUCER.fullmatch(name):
+            raise ValueError(f"reproducer {name!r} must be a built-in reproducer's name "
+                             "(lowercase, like 'store_load') or a .py file")
+        return name
 
     @field_validator("until")
     @classmethod
