@@ -23,8 +23,8 @@ from .kernelfile import resolve, unwrap
 from .policy import (Environment, KernelTraits, LayerReport, Policy, PolicyError, Problem,
                      detect_environment,
                      detect_traits)
-from .space import Config, Space, helion_space, helion_space_for
-from .space.helion import parse_config_text
+from .space import Config, Space, helion_space
+from .space.helion import helion_config, is_triton_name, parse_config_text
 from .errors import TunegateError
 
 __all__ = ["main"]
@@ -199,9 +199,17 @@ def _config(text: str, space: Space | None) -> tuple[Config, Space]:
     except (ValueError, TypeError, RecursionError, MemoryError, OverflowError) as e:
         raise UsageError(f"cannot read the config text: {str(e)[:200] or type(e).__name__}") \
             from None
-    if space is None:
-        space = helion_space_for(values)
-    return space.complete(values), space
+    if space is not None:
+        return space.complete(values), space
+    # Without a kernel the text is a Helion config; a Triton config's constexprs mean nothing to
+    # a rule without its kernel (which loop INNER_STAGES pipelines), so guessing would give
+    # another verdict than --kernel does.
+    triton = [name for name in values if is_triton_name(name)]
+    if triton:
+        raise UsageError(f"{', '.join(map(repr, triton))} {'is' if len(triton) == 1 else 'are'} "
+                         "a Triton constexpr, not a Helion config field: a Triton config is read "
+                         "against its kernel's space, so give --kernel FILE:NAME")
+    return helion_config(values)
 
 
 def _print_json(data: Any) -> None:
