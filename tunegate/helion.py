@@ -4,8 +4,10 @@
 `autotune_config_filter` drops every config the policy disables before Helion compiles it, and
 Helion's `autotuner_fn` is wrapped so the gate knows the kernel and its arguments: an experimental
 config is run and compared with the baseline (`reference`, else the kernel's default config)
-before Helion may time it, and dropped if wrong. Nothing here raises inside Helion: a config
-tunegate cannot read is allowed, with a warning in the log (logger `tunegate.helion`).
+before Helion may time it, and dropped if wrong (Helion skips `autotuner_fn` for an explicit
+`configs=[...]`; there Helion's own accuracy check, kept on, does the comparing). Nothing here
+raises inside Helion: a config tunegate cannot read is allowed, with a warning in the log
+(logger `tunegate.helion`).
 """
 
 from __future__ import annotations
@@ -57,8 +59,13 @@ class HelionGate:
         self._expected: Any = None
 
     def settings(self, inner: Callable[..., Any] | None = None) -> dict[str, Any]:
-        """`@helion.kernel(**gate.settings())`; `inner` is the autotuner_fn to wrap (Helion's)."""
-        return {"autotune_config_filter": self, "autotuner_fn": self.autotuner_fn(inner)}
+        """`@helion.kernel(**gate.settings())`; `inner` is the autotuner_fn to wrap (Helion's).
+        A reference is Helion's baseline too, so Helion's own check compares with it."""
+        out = {"autotune_config_filter": self, "autotuner_fn": self.autotuner_fn(inner),
+               "autotune_accuracy_check": True}
+        if self.reference is not None:
+            out["autotune_baseline_fn"] = self.reference
+        return out
 
     def autotuner_fn(self, inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
         """Helion's `autotuner_fn`, which first lets the gate see the bound kernel and args."""
@@ -101,12 +108,12 @@ class HelionGate:
         return self.policy.explain(point, space, self.env, self.traits)
 
     def _right(self, config: Any, features: list[str]) -> bool:
-        """Whether an experimental config computes the baseline's output; unknown if the gate
-        has no kernel (used as a bare filter) or cannot run it: then it is kept, with a warning."""
-        if self._kernel is None:
-            log.warning("experimental Helion config %r (%s) kept unchecked: the gate has no "
-                        "kernel; pass gate.settings() so autotuner_fn is set too", config,
-                        ", ".join(features))
+        """Whether an experimental config computes the baseline's output. Without the kernel
+        (Helion gave none) it is kept for Helion's own check; one that cannot run is dropped."""
+        if self._kernel is None:  # Helion skips autotuner_fn for an explicit configs=[...]
+            log.info("experimental Helion config %r (%s) kept for Helion's own accuracy check "
+                     "(autotune_accuracy_check) to compare with the baseline before timing it",
+                     config, ", ".join(features))
             return True
         try:
             if self._expected is None:
