@@ -103,8 +103,7 @@ class HelionGate:
 
     def verdict(self, config: Any) -> Any:
         """The policy's verdict on one `helion.Config` (or mapping of its fields)."""
-        values = dict(config.config if hasattr(config, "config") else config)
-        point, space = helion_config(values)
+        point, space = helion_config(dict(config))  # a helion.Config is a Mapping
         return self.policy.explain(point, space, self.env, self.traits)
 
     def _right(self, config: Any, features: list[str]) -> bool:
@@ -118,13 +117,13 @@ class HelionGate:
         try:
             if self._expected is None:
                 self._expected = self._baseline()
-            got = self._run(config)
-        except Exception as e:
+            wrong = _mismatches(self._run(config), self._expected, self.tolerances,
+                                row_scaled=self.reference is None)
+        except Exception as e:  # unchecked means its timing must not count
             log.warning("experimental Helion config %r failed its accuracy check run (%s: %s): "
                         "dropped", config, type(e).__name__, e)
             self.counts.checked_wrong += 1
             return False
-        wrong = _mismatches(got, self._expected, self.tolerances, row_scaled=self.reference is None)
         if wrong:
             self.counts.checked_wrong += 1
             log.warning("experimental Helion config %r (%s) is wrong, dropped before timing: %s",
