@@ -32,3 +32,11 @@ def test_a_helion_config_still_reads_without_a_kernel_and_json_stays_clean():
     data = json.loads(result.stdout)  # the unknown field's warning is not in stdout
     assert data["verdict"]["status"] == "excluded"
     assert "tensor-descriptor-needs-sm90" in {m["rule"] for m in data["verdict"]["matched"]}
+
+
+def test_space_show_sizes_a_space_from_a_large_or_odd_written_block():
+    for config, domain in (("block_sizes=[8192]", "power of two in [1, 16777216]"),
+                           ("block_sizes=[3, 64]", "2 × (integer in [1, 64])")):
+        result = run_cli("space", "show", "--config", config)
+        assert result.returncode == 0, result.stderr
+        assert domain in result.stdout

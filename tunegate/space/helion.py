@@ -76,9 +76,10 @@ _OPTIONAL = frozenset(list(_SCHEMA)[list(_SCHEMA).index("flatten_loops"):])
 _ONE_OR_PER = {"indexing": "loads", "atomic_indexing": "atomics", "num_threads": "threads",
                "load_eviction_policies": "loads"}
 # Explicit configs may go past what the autotuner searches (Helion bounds a block by the tensor,
-# not by a constant; `block_sizes=[3]` is legal): the domains a written value is checked against.
+# not by a constant; `block_sizes=[3]` is legal): the domains a written value outside the
+# searched one is checked against.
 _WRITTEN = {
-    "block_sizes": IntRange(low=1, high=2**24, default=32),
+    "block_sizes": PowerOfTwo(low=1, high=2**24, default=32),
     "reduction_loops": Choice(choices=(None,) + tuple(2**i for i in range(25))),
 }
 # Backend knobs (CuTe, tcgen05, Pallas, Triton's private ones): Helion's, but no rule reads them.
@@ -172,8 +173,7 @@ def _readable(name: str, value: Any) -> Any:
         return flat
     if name in _SCHEMA:
         return value
-    items = value if isinstance(value, (list, tuple)) else [value]
-    if all(v is None or isinstance(v, (bool, int, float, str)) for v in items):
+    if all(v is None or isinstance(v, (bool, int, float, str)) for v in _items(value)):
         return value
     text = json.dumps(value, sort_keys=True, default=repr)
     log.info("Helion config field %r = %r is kept as its JSON text %r", name, value, text)
@@ -189,7 +189,8 @@ def _parameter_for(name: str, value: Any) -> Parameter:
                         "(known: %s)", name, value, ", ".join(HELION_FIELDS))
         return Parameter(domain=_as_given(name, value))
     group, element, features = _SCHEMA[name]
-    element = _WRITTEN.get(name, element)
+    if name in _WRITTEN:
+        element = _widened(name, element, _items(value))
     if name in _ONE_OR_PER:
         group = _ONE_OR_PER[name] if isinstance(value, (list, tuple)) else None
     if name == "advanced_controls_file":
@@ -205,6 +206,23 @@ def _parameter_for(name: str, value: Any) -> Parameter:
                                 f"loop indices, all of one length, got {value!r}")
         element = Permutation(n=dims.pop())
     return Parameter(domain=PerLoop(element=element, loops=len(value)), features=features)
+
+
+def _widened(name: str, element: Any, items: list[Any]) -> Any:
+    """The searched domain if the written values fit it, else the widest Helion accepts; a
+    block size that is no power of two (`[3]`) widens to the integers up to the largest given."""
+    for domain in (element, _WRITTEN[name]):
+        if all(domain.contains(v) for v in items):
+            return domain
+    ints = [v for v in items if isinstance(v, int) and not isinstance(v, bool)]
+    if name == "block_sizes" and items and len(ints) == len(items) and 1 <= min(ints) \
+            and max(ints) <= 2**24:
+        return IntRange(low=1, high=max(ints), default=1)
+    return element  # the error names the domain Helion searches
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _scalar(name: str, value: Any) -> Any:
