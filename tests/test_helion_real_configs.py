@@ -11,10 +11,12 @@ import logging
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tunegate.policy import Policy, detect_environment
 from tunegate.space import InvalidConfig
-from tunegate.space.helion import helion_config, parse_config_text
+from tunegate.space.helion import HELION_FIELDS, helion_config, parse_config_text
 
 DATA = json.loads((Path(__file__).parent / "data" / "helion_configs.json").read_text())
 # Helion's own tests of configs Helion refuses: a string block size, an unknown pid_type, a
@@ -108,3 +110,21 @@ def test_unknown_fields_are_logged_not_warned(caplog, recwarn):
     assert any("unknown Helion config field 'future_knob'" in m for m in messages)
     assert not any("cute_flash_clc" in m for m in messages)  # a backend knob: debug only
     assert not recwarn.list
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats()
+                     | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=12)
+_NAMES = st.sampled_from(list(HELION_FIELDS) + ["block_size", "range_num_stage", "split_k",
+                                                "my_tunable", "cute_flash_clc"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_NAMES, _JSON, max_size=5))
+def test_any_values_read_or_are_a_clean_invalid_config(values):
+    try:
+        config, space = helion_config(values)
+    except InvalidConfig:
+        return
+    assert space.validate_config(config) == config
