@@ -1,5 +1,5 @@
 """Helion configs as users and libraries write them: older and newer fields, per-load lists,
-empty or differently sized per-loop lists, unknown fields (kept, warned) and hostile text."""
+empty or differently sized per-loop lists, unknown fields (kept, logged) and hostile text."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from tunegate.policy import Policy, detect_environment
 from tunegate.space import InvalidConfig
-from tunegate.space.helion import UnknownHelionField, helion_space_for, parse_config_text
+from tunegate.space.helion import helion_space_for, parse_config_text
 
 # Shapes of configs from public threads: vllm-project/vllm#33373 (silu_mul_fp8.json: per-load
 # indexing, empty range_warp_specializes), pytorch/helion#2705 (static_ranges sized apart from
@@ -46,9 +46,9 @@ def test_per_load_tensor_descriptor_indexing_is_the_feature():
     assert space.complete(values).values["range_warp_specializes"] == ()
 
 
-def test_unknown_field_is_a_warning_and_is_kept():
-    with pytest.warns(UnknownHelionField, match="future_knob"):
-        space = helion_space_for(parse_config_text("block_sizes=[32], future_knob=3"))
+def test_unknown_field_is_logged_and_is_kept(caplog):
+    space = helion_space_for(parse_config_text("block_sizes=[32], future_knob=3"))
+    assert "future_knob" in caplog.text
     assert space.complete({"block_sizes": [32], "future_knob": 3}).values["future_knob"] == 3
 
 

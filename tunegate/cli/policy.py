@@ -10,7 +10,8 @@ from .. import _render
 from ..errors import TunegateError, UsageError
 from ..policy import KernelTraits, LayerReport, Policy, PolicyError, Problem, TraitError, \
     detect_traits, rule_state
-from ..space import Config, Space, helion_space_for, parse_config_text
+from ..space import Config, Space, parse_config_text
+from ..space.helion import helion_config, is_triton_name
 from . import _args, _json
 from ._exit import EXIT_DETECTED, EXIT_OK
 
@@ -45,9 +46,17 @@ def parse_config(text: str, space: Space | None) -> tuple[Config, Space]:
     except (ValueError, TypeError, RecursionError, MemoryError, OverflowError) as e:
         raise UsageError(f"cannot read the config text: {str(e)[:200] or type(e).__name__}") \
             from None
-    if space is None:
-        space = helion_space_for(values)
-    return space.complete(values), space
+    if space is not None:
+        return space.complete(values), space
+    # Without a kernel the text is a Helion config; a Triton config's constexprs mean nothing to
+    # a rule without its kernel (which loop INNER_STAGES pipelines), so guessing would give
+    # another verdict than --kernel does.
+    triton = [name for name in values if is_triton_name(name)]
+    if triton:
+        raise UsageError(f"{', '.join(map(repr, triton))} {'is' if len(triton) == 1 else 'are'} "
+                         "a Triton constexpr, not a Helion config field: a Triton config is read "
+                         "against its kernel's space, so give --kernel FILE:NAME")
+    return helion_config(values)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

@@ -9,25 +9,23 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
-import warnings
 from typing import Any, Mapping
 
 from pydantic import ValidationError
 
 from .domains import Boolean, Choice, IntRange, Permutation, PerLoop, PowerOfTwo
-from .space import InvalidConfig, Parameter, Space
+from .space import Config, InvalidConfig, Parameter, Space
 
-__all__ = ["HELION_FIELDS", "UnknownHelionField", "field_element", "helion_space",
-           "helion_space_for", "parse_config_text"]
+__all__ = ["HELION_FIELDS", "field_element", "helion_config", "helion_space", "helion_space_for",
+           "is_triton_name", "parse_config_text"]
 
-
-class UnknownHelionField(UserWarning):
-    """A config field tunegate does not know: kept as given, with no features, and shown."""
-
+log = logging.getLogger(__name__)
 
 _POW2_OR_NONE = (None,) + tuple(2**i for i in range(4, 13))
 _TRISTATE = (None, False, True)
+_INDEXING = Choice(choices=("pointer", "tensor_descriptor", "block_ptr"))
 
 # field -> (per-loop group or None, element domain, features)
 _SCHEMA: dict[str, tuple[str | None, Any, tuple[str, ...]]] = {
@@ -49,26 +47,55 @@ _SCHEMA: dict[str, tuple[str | None, Any, tuple[str, ...]]] = {
         Choice(choices=("flat", "xyz", "persistent_blocked", "persistent_interleaved")),
         ("persistent",),
     ),
-    "indexing": (
-        None,
-        Choice(choices=("pointer", "tensor_descriptor", "block_ptr")),
-        ("tensor_descriptor", "block_ptr"),
-    ),
+    "indexing": (None, _INDEXING, ("tensor_descriptor", "block_ptr")),
     "maxnreg": (None, Choice(choices=(None, 32, 64, 128, 256)), ("maxnreg",)),
-    # Fields of newer or older Helion releases; AMD-only knobs are plain parameters.
+    # Fields of newer or older Helion releases (1.5: helion/autotuner/config_spec.py VALID_KEYS).
     "flatten_loops": ("flatten", Boolean(), ()),
     "num_sm_multiplier": (None, PowerOfTwo(low=1, high=128, default=1), ("persistent",)),
+    # One indexing per atomic op: a descriptor there is the same TMA hardware as in `indexing`.
+    "atomic_indexing": (None, _INDEXING, ("tensor_descriptor", "block_ptr")),
+    "num_threads": ("threads", IntRange(low=0, high=65536, default=0), ()),
+    "load_cache_modifiers": ("loads", Choice(choices=("", ".cg"), default=""), ()),
+    "store_cache_modifiers": ("stores", Choice(choices=("", ".cs", ".wt"), default=""), ()),
+    "num_ctas": (None, PowerOfTwo(low=1, high=16, default=1), ("num_ctas",)),
+    "occupancy": (None, IntRange(low=0, high=64, default=0), ()),
+    "host_tensor_descriptors": (None, Choice(choices=_TRISTATE), ()),
+    "reduction_fusion": (None, Choice(choices=_TRISTATE), ()),
+    "xcd_remap": (None, Choice(choices=_TRISTATE), ()),
+    "epilogue_subtile": (None, Choice(choices=(None, 2, 4)), ()),
+    # `hl.register_tunable("split_k", ...)`: the name Helion's split-K examples tune it by.
+    "split_k": (None, PowerOfTwo(low=1, high=65536, default=1), ("split_k",)),
     "matrix_instr_nonkdim": (None, Choice(choices=(0, 4, 16, 32)), ()),
     "waves_per_eu": (None, IntRange(low=0, high=16, default=0), ()),
     "advanced_controls_file": (None, None, ()),  # a path: any string, or None
 }
 
-# Fields that only some Helion releases or backends have: in a space only when a config names them.
-_OPTIONAL = frozenset({"flatten_loops", "num_sm_multiplier", "matrix_instr_nonkdim",
-                       "waves_per_eu", "advanced_controls_file"})
+# Fields that only some Helion releases, backends or kernels have: in a space only when named.
+_OPTIONAL = frozenset(list(_SCHEMA)[list(_SCHEMA).index("flatten_loops"):])
+# Fields written as one value for all, or one per load / atomic op / axis.
+_ONE_OR_PER = {"indexing": "loads", "atomic_indexing": "atomics", "num_threads": "threads",
+               "load_eviction_policies": "loads"}
+# Explicit configs may go past what the autotuner searches (Helion bounds a block by the tensor,
+# not by a constant; `block_sizes=[3]` is legal): the domains a written value outside the
+# searched one is checked against.
+_WRITTEN = {
+    "block_sizes": PowerOfTwo(low=1, high=2**24, default=32),
+    "reduction_loops": Choice(choices=(None,) + tuple(2**i for i in range(25))),
+}
+# Backend knobs (CuTe, tcgen05, Pallas, Triton's private ones): Helion's, but no rule reads them.
+_BACKEND_PREFIXES = ("cute_", "tcgen05_", "pallas_", "_triton_")
+_SINGULAR = ("block_size", "loop_order", "reduction_loop", "l2_grouping", "flatten_loop",
+             "range_unroll_factor", "range_warp_specialize", "range_num_stage",
+             "range_multi_buffer", "range_flatten", "static_range")
+_TRITON_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 HELION_FIELDS: tuple[str, ...] = tuple(_SCHEMA)
 """Every Helion config field tunegate knows, in Helion's order."""
+
+
+def is_triton_name(name: str) -> bool:
+    """Whether `name` is written like a Triton constexpr (`BLOCK_M`), never a Helion field."""
+    return bool(_TRITON_NAME.fullmatch(name))
 
 
 def field_element(name: str) -> tuple[Any, tuple[str, ...]]:
@@ -96,12 +123,24 @@ def helion_space(
     return Space(parameters=params)
 
 
+def helion_config(values: Mapping[str, Any]) -> tuple[Config, Space]:
+    """A written Helion config as a point of the smallest space it fits, and that space.
+
+    Values tunegate's domains cannot hold are read the way Helion does, and logged: nested block
+    sizes (Helion's older `[[32, 32], [16]]`) are flattened; a dict or nested list in a field
+    tunegate does not know is kept as its JSON text.
+    """
+    read = {name: _readable(name, value) for name, value in _plural(values).items()}
+    space = helion_space_for(read)
+    return space.complete(read), space
+
+
 def helion_space_for(values: Mapping[str, Any]) -> Space:
     """The smallest Helion space the given values fit: each list's length is read off the config.
 
     Lists of one group may differ in length (Helion drops trailing entries it does not need),
     `indexing` may be one value or one per load, and an unknown field is kept as given, with no
-    features, after an `UnknownHelionField` warning.
+    features, after a warning in the log.
     """
     try:
         return Space(parameters={name: _parameter_for(name, value)
@@ -111,15 +150,49 @@ def helion_space_for(values: Mapping[str, Any]) -> Space:
         raise InvalidConfig(f"invalid Helion config: {first['msg']}") from None
 
 
+def _plural(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Helion's one-loop spellings (`block_size=64`, `range_num_stage=3`) as their lists, the way
+    Helion's `ConfigSpec.normalize` reads them, so that a rule sees the loop they set."""
+    out = dict(values)
+    for name in _SINGULAR:
+        if name in out:
+            if name + "s" in out:
+                raise InvalidConfig(f"cannot give both {name!r} and {name + 's'!r} (Helion refuses "
+                                    "it too)")
+            log.info("Helion config field %r read as %r (Helion's one-loop spelling)", name,
+                     name + "s")
+            out[name + "s"] = [out.pop(name)]
+    return out
+
+
+def _readable(name: str, value: Any) -> Any:
+    if name == "block_sizes" and isinstance(value, (list, tuple)) and any(
+            isinstance(v, (list, tuple)) for v in value):
+        flat = [x for v in value for x in (v if isinstance(v, (list, tuple)) else [v])]
+        log.info("nested Helion block_sizes %r read flat as %r (Helion's older form)", value, flat)
+        return flat
+    if name in _SCHEMA:
+        return value
+    if all(v is None or isinstance(v, (bool, int, float, str)) for v in _items(value)):
+        return value
+    text = json.dumps(value, sort_keys=True, default=repr)
+    log.info("Helion config field %r = %r is kept as its JSON text %r", name, value, text)
+    return text
+
+
 def _parameter_for(name: str, value: Any) -> Parameter:
     if name not in _SCHEMA:
-        warnings.warn(f"unknown Helion config field {name!r} = {value!r}: kept as given; no rule "
-                      f"can see it (known: {', '.join(HELION_FIELDS)})", UnknownHelionField,
-                      stacklevel=3)
+        if name.startswith(_BACKEND_PREFIXES):
+            log.debug("Helion backend field %r = %r: kept as given; no rule reads it", name, value)
+        else:
+            log.warning("unknown Helion config field %r = %r: kept as given; no rule can see it "
+                        "(known: %s)", name, value, ", ".join(HELION_FIELDS))
         return Parameter(domain=_as_given(name, value))
     group, element, features = _SCHEMA[name]
-    if name == "indexing" and isinstance(value, (list, tuple)):
-        group = "loads"
+    if name in _WRITTEN:
+        element = _widened(name, element, _items(value))
+    if name in _ONE_OR_PER:
+        group = _ONE_OR_PER[name] if isinstance(value, (list, tuple)) else None
     if name == "advanced_controls_file":
         element = Choice(choices=(None,) if value is None else (None, _scalar(name, value)))
     if group is None:
@@ -135,6 +208,23 @@ def _parameter_for(name: str, value: Any) -> Parameter:
     return Parameter(domain=PerLoop(element=element, loops=len(value)), features=features)
 
 
+def _widened(name: str, element: Any, items: list[Any]) -> Any:
+    """The searched domain if the written values fit it, else the widest Helion accepts; a
+    block size that is no power of two (`[3]`) widens to the integers up to the largest given."""
+    for domain in (element, _WRITTEN[name]):
+        if all(domain.contains(v) for v in items):
+            return domain
+    ints = [v for v in items if isinstance(v, int) and not isinstance(v, bool)]
+    if name == "block_sizes" and items and len(ints) == len(items) and 1 <= min(ints) \
+            and max(ints) <= 2**24:
+        return IntRange(low=1, high=max(ints), default=1)
+    return element  # the error names the domain Helion searches
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
 def _scalar(name: str, value: Any) -> Any:
     if value is not None and not isinstance(value, (bool, int, float, str)):
         raise InvalidConfig(f"parameter {name!r}: expected a number, string or None, got "
@@ -145,7 +235,7 @@ def _scalar(name: str, value: Any) -> Any:
 def _as_given(name: str, value: Any) -> Any:
     """A domain holding just `value` (or a list of such values)."""
     if isinstance(value, (list, tuple)):
-        items = list(dict.fromkeys(_scalar(name, v) for v in value)) or [None]
+        items = list({repr(v): _scalar(name, v) for v in value}.values()) or [None]
         return PerLoop(element=Choice(choices=tuple(items), default=items[0]), loops=len(value))
     return Choice(choices=(_scalar(name, value),), default=value)
 
