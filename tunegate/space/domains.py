@@ -247,7 +247,9 @@ class Permutation(_Base):
         return tuple(range(self.n))
 
     def contains(self, value: Any) -> bool:
-        return isinstance(value, (list, tuple)) and sorted(value) == list(range(self.n))
+        return (isinstance(value, (list, tuple))
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+                and sorted(value) == list(range(self.n)))
 
     def values(self) -> Iterator[tuple[int, ...]]:
         return itertools.permutations(range(self.n))
