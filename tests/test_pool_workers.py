@@ -16,7 +16,7 @@ import pytest
 from tunegate.autotune import Store, Tuner
 from tunegate.autotune.pool import close_idle_workers, idle_workers
 from tunegate.autotune.tuner import TuneError
-from tunegate.autotune.worker import TaskRef
+from tunegate.autotune.worker import TaskRef, file_stamp
 from tunegate.kernelfile import load_module
 from tunegate.policy import Policy
 
@@ -86,6 +86,33 @@ def test_workers_are_reused_across_runs_and_a_warm_start_starts_none(tmp_path):
     assert reused.reused and reused.best == warm.best  # the best the retune stored
     assert any("re-checked on a fresh draw" in n for n in reused.notes)
     assert not idle_workers()  # the re-check ran in this process: no worker was started
+    close_idle_workers()
+
+
+def _pids_that_loaded(path) -> set[int]:
+    """The kept workers that imported `path` as it is now."""
+    return {w.pid for w in idle_workers() if w.loaded.get(str(path)) == file_stamp(str(path))}
+
+
+def test_workers_are_kept_across_files_but_not_for_a_changed_file_or_another_folder(tmp_path):
+    close_idle_workers()
+    store = Store(tmp_path / "s.sqlite")
+    first = write(tmp_path)
+    tune(first, store)
+    pids = {w.pid for w in idle_workers()}
+    second = tmp_path / "other.py"  # another kernel file of the same folder: the same worker
+    second.write_text(first.read_text())
+    tune(second, store, retune=True)
+    assert {w.pid for w in idle_workers()} == pids
+    time.sleep(0.01)
+    first.write_text(first.read_text() + "\n# changed\n")  # imported before, now changed
+    tune(first, store, retune=True)
+    changed = _pids_that_loaded(first)
+    assert changed and not changed & pids
+    (tmp_path / "sub").mkdir()
+    elsewhere = write(tmp_path / "sub")  # another folder: its sibling imports are its own
+    tune(elsewhere, store, retune=True)
+    assert _pids_that_loaded(elsewhere) and not _pids_that_loaded(elsewhere) & (pids | changed)
     close_idle_workers()
 
 

@@ -1,8 +1,11 @@
 """The tuner's worker pool: one run worker per device, and on a GPU compile workers beside them.
 
 Workers outlive one tuning run: a closed pool hands its live workers to this module, and the
-next pool of the same process for a task from the same unchanged file takes them back and only
-sends them the new task (no new process, no new imports). They are closed at exit.
+next pool of the same process takes them back and only sends them the new task (no new
+process, no new imports), for any kernel and file, unless the worker already imported that
+file and it changed since, or the variables that steer Triton, CUDA and torch changed. A kernel
+file imported by path shares a worker only with files of its own folder (their sibling imports
+would otherwise meet the other folder's modules of the same name). They are closed at exit.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
 from .messages import Compile, Reply
-from .worker import Setup, TaskRef, Worker, WorkerSetupError
+from .worker import Setup, TaskRef, Worker, WorkerSetupError, file_stamp
 
 __all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count",
            "visible_devices"]
 
-# Live workers not in use, by (file identity, role); only the last closed pool's are kept.
+# Live workers not in use, by (steering variables, role).
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
+_KEPT_PER_ROLE = 64  # at most this many idle workers of one role are kept
 
 
 def close_idle_workers() -> None:
@@ -93,16 +97,22 @@ def cpu_cores(cap: int = 32) -> int:
 _ENV_PREFIXES = ("TRITON", "CUDA", "TUNEGATE", "TORCH", "PYTORCH", "NVIDIA", "MLIR", "LLVM")
 
 
-def _file_identity(ref: TaskRef) -> Hashable:
-    """Which loaded code and settings a worker holds: the task's file and its modification,
-    and the variables that steer Triton, CUDA and torch (read when the worker started); a
-    worker started under others cannot take the new task."""
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
-    try:
-        st = os.stat(ref.file)
-        return ref.file, ref.module, st.st_mtime_ns, st.st_size, env
-    except OSError:
-        return ref.file, ref.module, None, None, env
+def _steering() -> Hashable:
+    """The variables that steer Triton, CUDA and torch (read when a worker starts): a worker
+    started under others cannot take a new task."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
+
+
+def _can_load(worker: Worker, ref: TaskRef) -> bool:
+    """Whether the live worker may load `ref`: it has not imported the file in another state,
+    and a file imported by path lies in the folder of the files it imported by path."""
+    loaded = worker.loaded
+    if ref.file in loaded and loaded[ref.file] != file_stamp(ref.file):
+        return False
+    if ref.module is None:
+        folders = {os.path.dirname(f) for f, by_path in worker.by_path.items() if by_path}
+        return not folders or folders == {os.path.dirname(ref.file)}
+    return True
 
 
 def _try_wait(worker: Worker) -> WorkerSetupError | None:
@@ -123,7 +133,7 @@ class WorkerPool:
                  deterministic: bool, devices: int = 1, gpu: bool = False,
                  setup_timeout: float = 600.0, precompile: bool = False) -> None:
         self.setup = Setup(ref, seed, baseline_json, deterministic)
-        self.identity = _file_identity(ref)
+        self.identity = _steering()
         self.setup_timeout = setup_timeout
         gpus = visible_devices() if gpu else []
         self._envs = [{"CUDA_VISIBLE_DEVICES": gpus[i]} if gpu and devices > 1 else {}
@@ -147,7 +157,7 @@ class WorkerPool:
         """A kept worker of this role and device, re-tasked; else a new one, launched."""
         kept = _IDLE.get((self.identity, role), [])
         for w in kept:
-            if w.env == env and w.alive():
+            if w.env == env and w.alive() and _can_load(w, self.setup.ref):
                 kept.remove(w)
                 w.setup_timeout = self.setup_timeout
                 w.retask(self.setup)
@@ -224,16 +234,14 @@ class WorkerPool:
 
     def close(self) -> None:
         """Keep the live, idle workers for the next pool of this process; stop the rest."""
-        for key in [k for k in _IDLE if k[0] != self.identity]:
-            for w in _IDLE.pop(key):
-                w.close()
         roles = [(f"run{i}", w) for i, w in enumerate(self.runs)] + [
             ("compile", w) for w in self.compilers]
         for role, w in roles:
             try:
-                if w.idle():
+                kept = _IDLE.setdefault((self.identity, role), [])
+                if w.idle() and len(kept) < _KEPT_PER_ROLE:
                     w.unload()
-                    _IDLE.setdefault((self.identity, role), []).append(w)
+                    kept.append(w)
                     continue
             except OSError:  # it died just now
                 pass

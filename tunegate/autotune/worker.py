@@ -23,7 +23,8 @@ from .messages import Reply, Request
 from .worker_child import NotReady, child_main
 from .workload import Setup, TaskRef
 
-__all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError"]
+__all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError",
+           "file_stamp"]
 
 
 class WorkerSetupError(RuntimeError, TunegateError):
@@ -53,6 +54,15 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                     os.environ[k] = v
 
 
+def file_stamp(file: str) -> tuple[int, int] | None:
+    """The file's modification time and size: a changed file must be imported afresh."""
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 class Worker:
     """One isolated process running one task's configs, replaced after a crash or timeout.
 
@@ -74,6 +84,10 @@ class Worker:
         self.problem_key: str | None = None
         self.kind: str | None = None
         self.device_facts: tuple[str, int] | None = None  # see runner.device_facts
+        # The files its tasks came from, as they were when first imported (see pool), and
+        # whether each was imported by path (its folder is then on the process's sys.path).
+        self.loaded: dict[str, tuple[int, int] | None] = {}
+        self.by_path: dict[str, bool] = {}
 
     @property
     def ref(self) -> TaskRef:
@@ -92,6 +106,8 @@ class Worker:
 
     def launch(self) -> None:
         """Start the process, which loads the task while the caller goes on; `wait` for it."""
+        self.loaded, self.by_path = {}, {}
+        self._note(self.setup.ref)
         ctx = mp.get_context("spawn")
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=child_main, daemon=True,
@@ -102,11 +118,17 @@ class Worker:
         self._pending = True
 
     def retask(self, setup: Setup) -> None:
-        """Load another task (from the same, unchanged file) into the live process; `wait`."""
+        """Load another task into the live process (see pool for which); `wait`."""
         assert self._conn is not None and not self._pending
         self.setup = setup
+        self._note(setup.ref)
         self._conn.send(setup)
         self._pending = True
+
+    def _note(self, ref: TaskRef) -> None:
+        """Record the file this process imports for `ref`, as it is now."""
+        self.loaded.setdefault(ref.file, file_stamp(ref.file))
+        self.by_path[ref.file] = self.by_path.get(ref.file, False) or ref.module is None
 
     def unload(self) -> None:
         """Have the idle process drop the task's inputs and expected outputs (no answer)."""
