@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from ..errors import TunegateError
 from ..outcome import Outcome
+from .backend import COMPILE_ONLY
 from .messages import Reply, Request
 from .worker_child import NotReady, child_main
 from .workload import Setup, TaskRef
@@ -61,6 +62,27 @@ def file_stamp(file: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
+
+
+_PRELOAD = ["tunegate.autotune.worker_child", "tunegate.autotune.runner", "torch", "triton"]
+
+
+def _context(env: dict[str, str]) -> Any:
+    """How a worker process starts: on Linux forked from a server that imported torch and
+    triton once (a worker then starts in a fraction of a second instead of importing them
+    again), else spawned. A compile-only worker under the interpreter is spawned (it drops
+    TRITON_INTERPRET, which the server's triton was imported under); TUNEGATE_SPAWN=1 spawns
+    every worker. Neither way inherits a CUDA context."""
+    drops_interpreter = env.get(COMPILE_ONLY) == "1" and "TRITON_INTERPRET" in os.environ
+    if (os.environ.get("TUNEGATE_SPAWN") == "1" or drops_interpreter
+            or "forkserver" not in mp.get_all_start_methods()):
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()  # started here, outside any one worker's environment
+    return ctx
 
 
 class Worker:
@@ -108,11 +130,12 @@ class Worker:
         """Start the process, which loads the task while the caller goes on; `wait` for it."""
         self.loaded, self.by_path = {}, {}
         self._note(self.setup.ref)
-        ctx = mp.get_context("spawn")
+        ctx = _context(self.env)
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=child_main, daemon=True,
-                                 args=(child, self.setup, os.getpid(), self._stderr.name))
-        with _environment(self.env):
+        with _environment(self.env):  # the process gets this environment, whichever start
+            environ = dict(os.environ)
+            self._proc = ctx.Process(target=child_main, daemon=True, args=(
+                child, self.setup, os.getpid(), self._stderr.name, environ))
             self._proc.start()
         child.close()
         self._pending = True

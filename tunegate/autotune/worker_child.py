@@ -74,8 +74,19 @@ class NotReady:
     baseline: bool = False
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _die_with_parent() -> None:
-    """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL)."""
+    """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL):
+    the tuning process, or the fork server, which ends with it."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -115,16 +126,20 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str) -> None:
+def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str,
+               environ: dict[str, str]) -> None:
     _die_with_parent()
-    if os.getppid() != parent:
+    if not _alive(parent):
         return  # the parent died before the line above took effect
+    os.environ.clear()  # the parent's environment, also when forked from a server started
+    os.environ.update(environ)  # earlier, under another one
     from .backend import COMPILE_ONLY
 
     if os.environ.get(COMPILE_ONLY) == "1":
         os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
+    os.dup2(fd, 1)  # what the user's code prints here is not the parent's output either
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from .runner import BaselineError
 
