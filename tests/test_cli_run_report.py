@@ -3,6 +3,7 @@ tuned) and stops a script that tunes from its top level with one line saying wha
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -15,9 +16,29 @@ TOP_LEVEL_LINE = next(i for i, line in enumerate(open(SCRIPT).read().splitlines(
                       if line == "    add(64)")  # the call under `if "--top-level" in ...`
 
 
-def tunegate_run(*argv: str, cwd) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tunegate", "run", SCRIPT, *argv],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+def tunegate_run(*argv: str, cwd, env=None, before=()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tunegate", "run", *before, SCRIPT, *argv],
+                          capture_output=True, text=True, cwd=cwd, timeout=300, env=env)
+
+
+def _rows(done: subprocess.CompletedProcess[str]) -> list[str]:
+    lines = done.stderr.splitlines()
+    return lines[lines.index("tunegate: 2 tuning(s)") + 3:]
+
+
+def test_a_second_run_reuses_what_the_first_tuned_unless_told_not_to(tmp_path):
+    # no TUNEGATE_STORE: the default store, in this test's own cache folder
+    env = {k: v for k, v in os.environ.items() if k != "TUNEGATE_STORE"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    first = tunegate_run(cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert not any(" reused " in r for r in _rows(first))
+    second = tunegate_run(cwd=tmp_path, env=env)
+    assert second.returncode == 0, second.stderr
+    assert all(" reused " in r for r in _rows(second)), second.stderr
+    fresh = tunegate_run(cwd=tmp_path, env=env, before=("--no-store",))
+    assert fresh.returncode == 0, fresh.stderr
+    assert not any(" reused " in r for r in _rows(fresh)), fresh.stderr
 
 
 def test_run_ends_with_one_row_per_tuning_on_stderr(tmp_path):

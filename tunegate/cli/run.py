@@ -1,9 +1,14 @@
 """`tunegate run SCRIPT | -m MODULE`: run a program with every triton.autotune tuned by
-tunegate, then a table of what was tuned (on stderr)."""
+tunegate, then a table of what was tuned (on stderr).
+
+What is tuned is stored (in $TUNEGATE_STORE, else the default store), so the next run reuses
+it after a cheap re-check; `--no-store` tunes from scratch and keeps nothing."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from typing import Any
 
 from ..errors import UsageError
@@ -12,7 +17,14 @@ __all__ = ["add_parsers"]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from ..autotune import default_store_path
     from ..install import run_program
+
+    if args.no_store:
+        scratch = tempfile.mkdtemp(prefix="tunegate-run-")
+        os.environ["TUNEGATE_STORE"] = os.path.join(scratch, "store.sqlite")
+    else:  # the program's tunings are kept for its next run
+        os.environ.setdefault("TUNEGATE_STORE", str(default_store_path()))
 
     if args.module:
         return run_program(args.module, args.program, module=True)
@@ -25,5 +37,7 @@ def add_parsers(verbs: Any) -> None:
     p = verbs.add_parser("run", help="run a program with every triton.autotune tuned by tunegate",
                          usage="tunegate run [-m MODULE | SCRIPT] [ARGS ...]")
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
+    p.add_argument("--no-store", action="store_true",
+                   help="tune from scratch and keep nothing (default: reuse and add to the store)")
     p.add_argument("program", nargs=argparse.REMAINDER, help="SCRIPT and its arguments")
     p.set_defaults(run=cmd_run)
