@@ -5,28 +5,10 @@ every launch, num_stages=3 and 4 in about 2% of launches (shared/evidence/race_6
 """
 
 import torch
-import triton
-import triton.language as tl
 
 from tunegate.autotune import Task
+from tunegate.reproducers.sum_trans_dot import sum_and_trans_dot  # the shipped reproducer's
 from tunegate.space import Choice, Parameter, Space
-
-
-@triton.jit
-def sum_and_trans_dot(a_ptr, b_ptr, out_a_ptr, out_ab_ptr, N, D: tl.constexpr,
-                      BLOCK: tl.constexpr):
-    cols = tl.arange(0, D)
-    acc_a = tl.zeros((D,), dtype=tl.float32)
-    acc_ab = tl.zeros((D, D), dtype=tl.float32)
-    for start in range(0, N, BLOCK):
-        rows = start + tl.arange(0, BLOCK)
-        mask = rows[:, None] < N
-        a = tl.load(a_ptr + rows[:, None] * D + cols[None, :], mask=mask, other=0.0)
-        b = tl.load(b_ptr + rows[:, None] * D + cols[None, :], mask=mask, other=0.0)
-        acc_a += tl.sum(a, axis=0)
-        acc_ab += tl.dot(tl.trans(a), b)
-    tl.store(out_a_ptr + cols, acc_a)
-    tl.store(out_ab_ptr + cols[:, None] * D + cols[None, :], acc_ab)
 
 
 def inputs(n: int, d: int = 128):

@@ -282,13 +282,16 @@ class StoreFile:
                 self.on_wait(f"the tuning store {self.path} is locked by another process; "
                              f"waiting up to {left:.0f} s more")
 
+    def _failed(self, verb: str, e: Exception) -> StoreError:
+        """The error to raise when reading or writing the file failed with `e`."""
+        return StoreError(f"cannot {verb} the tuning store at {self.path}: {e}" + self._advice(e))
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         try:
             db = self._connect()
         except sqlite3.Error as e:
-            raise StoreError(f"cannot write the tuning store at {self.path}: {e}"
-                             + self._advice(e)) from None
+            raise self._failed("write", e) from None
         try:
             self._begin(db)
             yield db
@@ -297,8 +300,7 @@ class StoreFile:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             if isinstance(e, (sqlite3.Error, ValueError)) and not isinstance(e, StoreError):
-                raise StoreError(f"cannot write the tuning store at {self.path}: {e}"
-                                 + self._advice(e)) from None
+                raise self._failed("write", e) from None
             raise
         finally:
             db.close()
@@ -309,14 +311,12 @@ class StoreFile:
         try:
             db = self._connect_for_reading()
         except sqlite3.Error as e:
-            raise StoreError(f"cannot read the tuning store at {self.path}: {e}"
-                             + self._advice(e)) from None
+            raise self._failed("read", e) from None
         try:
             yield db
         except (sqlite3.Error, ValueError) as e:
             if isinstance(e, StoreError):
                 raise
-            raise StoreError(f"cannot read the tuning store at {self.path}: {e}"
-                             + self._advice(e)) from None
+            raise self._failed("read", e) from None
         finally:
             db.close()
