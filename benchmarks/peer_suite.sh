@@ -6,7 +6,8 @@
 #   fla/pytest.ini, liger/pytest.ini   containing "[pytest]" (each its own rootdir)
 #   whl/                 fla-core and liger-kernel wheels; ../.whl/ holds pydantic and its needs
 # PER_FILE cases of each test file run (default 2); DIRS picks the libraries (default "fla liger");
-# LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150").
+# LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150");
+# LIMITS_fla / LIMITS_liger override it for one library.
 # Results in $OUT/peer.tgz.
 set -u
 OUT=${OUT:-/tmp/peer-out}; mkdir -p "$OUT"
@@ -14,7 +15,6 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$(cd .. && pwd) PYTHONUNBUFFERED=1 TUNEGATE_STORE=/tmp/peer-store.sqlite
 PER_FILE=${PER_FILE:-2}
 DIRS=${DIRS:-fla liger}
-read -r STOCK_S FIRST_S SECOND_S <<< "${LIMITS:-200 300 150}"
 : > ids.txt
 for d in $DIRS; do
   (cd $d && timeout 60 python3 -m pytest --co -q -p no:cacheprovider $(ls tests/*/test_*.py tests/*/*/test_*.py test/transformers/test_*.py 2>/dev/null) 2>&1 | grep '::' > ../ids_$d.all)
@@ -29,6 +29,8 @@ run() { # name dir timeout command...
   echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") $(tail -1 "$OUT/$name-$dir.log")" | tee -a "$OUT/summary.txt"
 }
 for d in $DIRS; do
+  limits_var=LIMITS_$d
+  read -r STOCK_S FIRST_S SECOND_S <<< "${!limits_var:-${LIMITS:-200 300 150}}"
   run stock $d $STOCK_S python3 -m pytest
   run tunegate1 $d $FIRST_S python3 -m tunegate run -m pytest
   run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest
