@@ -36,4 +36,7 @@ for d in $DIRS; do
   run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest
 done
 grep -h -i "rejected config\|dropped config\|tunegate:" "$OUT"/tunegate1-*.log | sort | uniq -c | sort -rn | head -40 > "$OUT/tunegate_lines.txt"
+for f in "$OUT"/tunegate*-*.log; do  # the table `tunegate run` ends with: one row per tuning
+  echo "== $(basename "$f")"; sed -n '/^tunegate: [0-9]* tuning/,$p' "$f"
+done > "$OUT/tunings.txt"
 cp ids_*.txt "$OUT/" ; cd "$OUT" && tar czf peer.tgz *.log *.txt
