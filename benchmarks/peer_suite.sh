@@ -32,8 +32,8 @@ for d in $DIRS; do
   limits_var=LIMITS_$d
   read -r STOCK_S FIRST_S SECOND_S <<< "${!limits_var:-${LIMITS:-200 300 150}}"
   run stock $d $STOCK_S python3 -m pytest
-  run tunegate1 $d $FIRST_S python3 -m tunegate run -m pytest
-  run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest
+  run tunegate1 $d $FIRST_S python3 -m tunegate run -m pytest --log-level=DEBUG
+  run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest --log-level=DEBUG
 done
 grep -h -i "rejected config\|dropped config\|tunegate:" "$OUT"/tunegate1-*.log | sort | uniq -c | sort -rn | head -40 > "$OUT/tunegate_lines.txt"
 for f in "$OUT"/tunegate*-*.log; do  # the table `tunegate run` ends with: one row per tuning
