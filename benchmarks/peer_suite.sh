@@ -5,7 +5,7 @@
 #   liger/test/...       test files of Liger-Kernel, with test/utils.py and test/conftest.py
 #   fla/pytest.ini, liger/pytest.ini   containing "[pytest]" (each its own rootdir)
 #   whl/                 fla-core and liger-kernel wheels; ../.whl/ holds pydantic and its needs
-# PER_FILE cases of each test file run (default 2); DIRS picks the libraries (default "fla liger");
+# PER_FILE cases of each test file run (default 2; PER_FILE_fla / PER_FILE_liger for one); DIRS picks the libraries (default "fla liger");
 # LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150");
 # LIMITS_fla / LIMITS_liger override it for one library.
 # Results in $OUT/peer.tgz.
@@ -19,7 +19,8 @@ DIRS=${DIRS:-fla liger}
 for d in $DIRS; do
   (cd $d && timeout 60 python3 -m pytest --co -q -p no:cacheprovider $(ls tests/*/test_*.py tests/*/*/test_*.py test/transformers/test_*.py 2>/dev/null) 2>&1 | grep '::' > ../ids_$d.all)
   # the first PER_FILE cases of each file
-  awk -F'::' -v n=$PER_FILE '{c[$1]++} c[$1]<=n' ids_$d.all > ids_$d.txt
+  per_var=PER_FILE_$d
+  awk -F'::' -v n=${!per_var:-$PER_FILE} '{c[$1]++} c[$1]<=n' ids_$d.all > ids_$d.txt
   wc -l ids_$d.all ids_$d.txt
 done
 run() { # name dir timeout command...
