@@ -303,7 +303,7 @@ def progress_line(event: dict[str, Any]) -> str | None:
     if event["event"] == "trial":
         t = event["trial"]
         what = f"{t.time_ms:10.4g} ms" if t.time_ms is not None else f"{t.status:>13}"
-        if t.status == "ok" and t.stressed:
+        if t.status is Outcome.OK and t.stressed:
             what += " (stressed)"
         text = ", ".join(f"{k}={v}" for k, v in t.config.items())
         return f"[{event['n']:>3}] {what:<24} {text}"

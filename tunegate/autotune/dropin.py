@@ -24,6 +24,7 @@ from triton.runtime.autotuner import Autotuner as TritonAutotuner
 from triton.runtime.autotuner import Heuristics
 
 from ..kernelfile import chain, jit_function, require_main_guard
+from ..outcome import Outcome
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
 from ..space.space import Config
@@ -234,7 +235,7 @@ class Autotuner(TritonAutotuner):
             result = tuner.run()
         finally:  # why each config lost, also when none is left
             for trial in getattr(tuner, "trials", []):
-                if trial.status != "ok" and trial.reason is not None:
+                if trial.status is not Outcome.OK and trial.reason is not None:
                     log.debug("%s: rejected config %s: %s", self.base_fn.__name__,
                               trial.config.text(), trial.reason.line())
         self.last_result = result

@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outcome import Outcome
+
 __all__ = ["Tuning", "record", "tunings"]
 
 log = logging.getLogger("tunegate")
@@ -58,7 +60,8 @@ def record(kernel: str, key: str, configs: int, excluded: list[str], result: Any
     Tuner's TuneResult (None when no search ran)."""
     trials = result.trials if result is not None else []
     tuning = Tuning(kernel=kernel, key=key, configs=configs, excluded=dict(Counter(excluded)),
-                    rejected=dict(Counter(t.status for t in trials if t.status != "ok")),
+                    rejected=dict(Counter(t.status.value for t in trials
+                                         if t.status is not Outcome.OK)),
                     winner=winner, time_ms=getattr(result, "best_time_ms", None),
                     seconds=getattr(result, "wall_seconds", 0.0),
                     reused=bool(getattr(result, "reused", False)), error=error)

@@ -14,15 +14,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import TunegateError
+from ..outcome import Outcome
 from ..policy.reproducers import BUILTIN_DIR, reproducer_file
 from ..policy.rules import Rule
 from .task import Task
 from .worker import TaskRef
 
 __all__ = ["Reproducer", "ReproducerError", "load_reproducer"]
-
-Symptom = Literal["wrong", "crashed", "compile_error", "error", "timeout"]
-
 
 class ReproducerError(ValueError, TunegateError):
     """A rule's reproducer file cannot be loaded or defines no usable REPRODUCER."""
@@ -38,7 +36,7 @@ class Reproducer(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     task: Task
-    shows: tuple[Symptom, ...] = Field(min_length=1)
+    shows: tuple[Outcome, ...] = Field(min_length=1)
     backends: tuple[Literal["gpu", "interpreter"], ...] = ("gpu",)
     draws: int = Field(default=2, ge=1)
     launches: int = Field(default=0, ge=0)

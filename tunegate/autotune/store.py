@@ -26,7 +26,7 @@ from ..reasons import Reason
 from ..space.space import Config
 from .store_file import SCHEMA_VERSION, StoreError, StoreFile
 from .store_rows import (DAMAGED_REASON, Best, Damaged, TrialKey, config_of, history_entry,
-                         reason_of, typed)
+                         reason_of, status_of, typed)
 
 __all__ = ["Best", "SCHEMA_VERSION", "Store", "StoreError", "TrialKey", "default_store_path",
            "open_store"]
@@ -128,7 +128,7 @@ class Store(StoreFile):
         return out
 
     def outcomes(self, statuses: tuple[str, ...] = (_OK, _WRONG)
-                 ) -> list[tuple[str, Config, str, Reason | None]]:
+                 ) -> list[tuple[str, Config, Outcome, Reason | None]]:
         """(kernel name, config, status, reason) of every trial with one of `statuses`, oldest
         first: what `policy suggest` reads. Damaged rows are skipped with a warning."""
         marks = ",".join("?" * len(statuses))
@@ -138,8 +138,8 @@ class Store(StoreFile):
         out = []
         for r in rows:
             try:
-                out.append((str(r["kernel_name"]), config_of(r["config"]), str(r["status"]),
-                            reason_of(r["reason"])))
+                out.append((str(r["kernel_name"]), config_of(r["config"]),
+                            status_of(r["status"]), reason_of(r["reason"])))
             except Damaged as e:
                 self._skip("trials", r["id"], e)
         return out

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..outcome import Outcome
 from ..policy import detect_traits
 from ..policy.binding import bind
 from ..policy.predicate import MISSING, Predicate
@@ -160,18 +161,18 @@ def suggest(store: Store, task: Task | None = None) -> list[Suggestion]:
     `task`, only for its kernel, naming the features and loops its wrong configs share."""
     by_kernel: dict[str, dict[str, dict[Config, str]]] = {}
     for kernel, config, status, reason in store.outcomes():
-        groups = by_kernel.setdefault(kernel, {"wrong": {}, "ok": {}})
+        groups = by_kernel.setdefault(kernel, {Outcome.WRONG: {}, Outcome.OK: {}})
         groups[status].setdefault(config, reason.summary if reason else "")
     out = []
     for kernel, groups in by_kernel.items():
-        wrong = list(groups["wrong"])
+        wrong = list(groups[Outcome.WRONG])
         if not wrong or (task is not None and kernel != task.name):
             continue
-        passed = [c for c in groups["ok"] if c not in groups["wrong"]]
+        passed = [c for c in groups[Outcome.OK] if c not in groups[Outcome.WRONG]]
         match = _separate(wrong, passed, _atoms(wrong + passed, wrong))
         rule_id = f"suggested-{_kebab(kernel)}"
         texts = [c.text() for c in wrong]
-        evidence = [groups["wrong"][c] for c in wrong]
+        evidence = [groups[Outcome.WRONG][c] for c in wrong]
         features, loops, traits = (_shared_features(task, wrong, passed) if task is not None
                                    else ([], {}, []))
         out.append(Suggestion(

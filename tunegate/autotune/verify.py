@@ -15,6 +15,7 @@ from typing import Any, Iterable, Literal, Sequence
 from pydantic import BaseModel, computed_field
 
 from ..errors import TunegateError
+from ..outcome import Outcome
 from ..policy import Environment, Policy, detect_traits
 from ..policy.binding import bind
 from ..policy.rules import Rule
@@ -138,7 +139,7 @@ def _verify_rule(rule: Rule, env: Environment, seed: int, timeout: float | None)
                                  f"judged: {str(e)[:300]}")
     except WorkerSetupError as e:
         return _untestable(rule, f"reproducer {rule.reproducer} could not start: {str(e)[:300]}")
-    if base.status != "ok":
+    if base.status is not Outcome.OK:
         return _untestable(rule, f"the baseline {baseline.text()} fails too ({base.status}: "
                                  f"{base.reason.summary if base.reason else ''}), so the "
                                  "reproducer shows nothing about the rule")
@@ -162,7 +163,7 @@ def _run(rep: Reproducer, ref: TaskRef, baseline: Config, covered: list[Config],
         trials = []
         for config in covered:
             trial = evaluator.quick(config, rep.draws)
-            if trial.status == "ok" and rep.launches:
+            if trial.status is Outcome.OK and rep.launches:
                 trial = evaluator.stress(trial)
             trials.append(trial)
         return base, trials
@@ -186,7 +187,7 @@ def _judged(check: RuleCheck, rep: Reproducer, env: Environment, trials: list[Tr
             lifted_why: str) -> RuleCheck:
     """The check with the state the covered configs' trials show."""
     outcomes = [_outcome(t) for t in trials]
-    failing = [t for t in trials if t.status != "ok"]
+    failing = [t for t in trials if t.status is not Outcome.OK]
     if failing:
         statuses = sorted({t.status for t in failing})
         other = [s for s in statuses if s not in rep.shows]

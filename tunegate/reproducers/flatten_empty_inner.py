@@ -9,6 +9,7 @@ import triton.language as tl
 
 from tunegate.autotune.reproducer import Reproducer
 from tunegate.autotune.task import Task
+from tunegate.outcome import Outcome
 from tunegate.space import Boolean, Choice, Parameter, Space
 
 ROWS, START, END = 4, 5, 3
@@ -44,4 +45,4 @@ TASK = Task(
     }),
     grid=(1,), make_inputs=make_inputs, outputs=("out_ptr",), reference=reference)
 
-REPRODUCER = Reproducer(task=TASK, shows=("wrong",))
+REPRODUCER = Reproducer(task=TASK, shows=(Outcome.WRONG,))

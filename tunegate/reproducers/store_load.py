@@ -8,6 +8,7 @@ import triton.language as tl
 
 from tunegate.autotune.reproducer import Reproducer
 from tunegate.autotune.task import Task
+from tunegate.outcome import Outcome
 from tunegate.space import Choice, Parameter, Space
 
 
@@ -51,4 +52,4 @@ TASK = Task(
     grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), make_inputs=make_inputs,
     outputs=("diff_ptr",), reference=reference)
 
-REPRODUCER = Reproducer(task=TASK, shows=("wrong",))
+REPRODUCER = Reproducer(task=TASK, shows=(Outcome.WRONG,))

@@ -9,6 +9,7 @@ import triton.language as tl
 
 from tunegate.autotune.reproducer import Reproducer
 from tunegate.autotune.task import Task
+from tunegate.outcome import Outcome
 from tunegate.space import Choice, Parameter, Space
 
 
@@ -54,4 +55,4 @@ TASK = Task(
     grid=(1,), make_inputs=make_inputs, outputs=("out_a_ptr", "out_ab_ptr"),
     reference=reference, tolerances={"float32": (1e-2, 1e-1)})  # the evidence's tolerances
 
-REPRODUCER = Reproducer(task=TASK, shows=("wrong",), launches=1000)
+REPRODUCER = Reproducer(task=TASK, shows=(Outcome.WRONG,), launches=1000)

@@ -8,6 +8,7 @@ import triton.language as tl
 
 from tunegate.autotune.reproducer import Reproducer
 from tunegate.autotune.task import Task
+from tunegate.outcome import Outcome
 from tunegate.space import Choice, Parameter, Space
 
 if torch.cuda.is_available():  # device-side tensor descriptors need scratch memory
@@ -45,4 +46,4 @@ TASK = Task(
     grid=lambda meta: (meta["n"] // meta["CHUNK"],), make_inputs=make_inputs,
     outputs=("out_ptr",), reference=lambda in_ptr, out_ptr, n: in_ptr)
 
-REPRODUCER = Reproducer(task=TASK, shows=("crashed", "error"))
+REPRODUCER = Reproducer(task=TASK, shows=(Outcome.CRASHED, Outcome.ERROR))

@@ -8,6 +8,7 @@ import triton.language as tl
 
 from tunegate.autotune.reproducer import Reproducer
 from tunegate.autotune.task import Task
+from tunegate.outcome import Outcome
 from tunegate.space import Boolean, Choice, Parameter, Space
 
 
@@ -47,4 +48,4 @@ TASK = Task(
     reference=lambda a_ptr, b_ptr, c_ptr, M, N, K: (a_ptr.double() @ b_ptr.double()).half(),
     tolerances={"float16": (1e-2, 1e-1)})
 
-REPRODUCER = Reproducer(task=TASK, shows=("compile_error", "crashed"))
+REPRODUCER = Reproducer(task=TASK, shows=(Outcome.COMPILE_ERROR, Outcome.CRASHED))
