@@ -1,6 +1,6 @@
 """Collect every literal `helion.Config(...)` in Helion's repository into tests/data/helion_configs.json.
 
-The file is what `tests/test_helion_real_configs.py` parses: 100% of the configs Helion's own
+The file is what `tests/space/test_helion_real_configs.py` parses: 100% of the configs Helion's own
 examples, tests and docs write must read with tunegate's Helion schema. Run it again on purpose
 against a newer checkout (a bare git directory is enough; nothing is executed):
 

@@ -1,6 +1,6 @@
 """Kernels written for the loop map and trait tests: each holds (or only seems to hold) a hazard.
 
-They are real Triton kernels; `tests/test_kernel_traits.py` runs some under the interpreter.
+They are real Triton kernels; `tests/policy/test_kernel_traits.py` runs some under the interpreter.
 """
 
 import triton

@@ -2,7 +2,7 @@
 through the gate, Helion's own autotuner calls it, and nothing tunegate does raises inside Helion.
 
 Helion runs no kernel on the CPU (its launcher needs a GPU driver), so timing and the accuracy
-check of experimental configs run on the GPU: tests/test_helion_gpu.py.
+check of experimental configs run on the GPU: tests/helion/test_helion_gpu.py.
 """
 
 from __future__ import annotations

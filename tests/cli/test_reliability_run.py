@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KERNELS
+from tests.conftest import KERNELS, ROOT
 
 COPY = f"{KERNELS / 'pipelined_copy.py'}:TASK"
 
@@ -117,7 +117,7 @@ REFERENCE_TEXT = TASK.model_copy(update={{"reference": lambda x_ptr, y_ptr, n: "
                                         ("NOT_A_DICT", "make_inputs returned list"),
                                         ("REFERENCE_TEXT", "the reference returned str")])
 def test_a_misbehaving_input_maker_or_reference_is_one_error_line(tmp_path, name, said):
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(ROOT)
     (tmp_path / "bad.py").write_text(BAD_TASK.format(root=root))
     done = tunegate("tune", f"bad.py:{name}", "--store", str(tmp_path / "s.sqlite"),
                     cwd=tmp_path)

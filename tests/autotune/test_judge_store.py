@@ -10,11 +10,10 @@ import random
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import KERNELS
+from tests.conftest import KERNELS, ROOT
 from tunegate.autotune import Store, TuneError, Tuner
 from tunegate.autotune.store import TrialKey
 from tunegate.autotune.strategies import make_strategy
@@ -23,7 +22,6 @@ from tunegate.policy import Policy, detect_environment
 from tunegate.reasons import Reason
 from tunegate.space import Config, Parameter, PowerOfTwo, Space
 
-ROOT = Path(__file__).resolve().parent.parent
 WRONG = Reason(kind="accuracy", summary="wrong output")
 
 

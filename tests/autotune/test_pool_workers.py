@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.kernels.double_template import write_double
 from tunegate.autotune import Store, Tuner
 from tunegate.autotune.pool import close_idle_workers, idle_workers
 from tunegate.autotune.tuner import TuneError
@@ -22,49 +23,10 @@ from tunegate.policy import Policy
 
 pytestmark = pytest.mark.interpreter
 
-KERNEL = '''
-import time
 
-import torch
-import triton
-import triton.language as tl
-
-from tunegate.autotune import Task
-from tunegate.space import Parameter, PowerOfTwo, Space
-
-
-@triton.jit
-def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    y = tl.load(x_ptr + offs, mask=mask) * 2
-    if BLOCK == 32:  # one config of the list is wrong
-        y = y + 1
-    tl.store(y_ptr + offs, y, mask=mask)
-
-
-def make_inputs(seed, device):
-    time.sleep(SLEEP)
-    g = torch.Generator().manual_seed(seed)
-    return {"x_ptr": torch.randn(128, generator=g).to(device),
-            "y_ptr": torch.empty(128, device=device), "n": 128}
-
-
-def reference(x_ptr, y_ptr, n):
-    return x_ptr * 2
-
-
-TASK = Task(name="double", kernel=kernel,
-            space=Space(parameters={"BLOCK": Parameter(domain=PowerOfTwo(low=16, high=128))}),
-            grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),),
-            make_inputs=make_inputs, outputs=("y_ptr",), reference=reference)
-'''
-
-
-def write(tmp_path, sleep=0.0):
-    path = tmp_path / "double.py"
-    path.write_text(textwrap.dedent(KERNEL).replace("SLEEP", repr(sleep)))
-    return path
+def write(folder, sleep=0.0):
+    """The double template with BLOCK 32 wrong; make_inputs sleeps `sleep` seconds."""
+    return write_double(folder, wrong_block=32, sleep=sleep)
 
 
 def tune(path, store, **options):

@@ -2,10 +2,10 @@
 migrate, a reused best is re-checked once per process, a relaxed policy is reported."""
 
 import sqlite3
-import textwrap
 
 import pytest
 
+from tests.kernels.double_template import write_double
 from tunegate.autotune import Store, Tuner
 from tunegate.autotune.worker import TaskRef
 from tunegate.kernelfile import load_module
@@ -13,48 +13,10 @@ from tunegate.policy import Policy
 
 pytestmark = pytest.mark.interpreter
 
-TEMPLATE = '''
-import torch
-import triton
-import triton.language as tl
-
-from tunegate.autotune import Task
-from tunegate.space import Parameter, PowerOfTwo, Space
-
-
-@triton.jit
-def twice(x):
-    return HELPER
-
-
-@triton.jit
-def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, twice(tl.load(x_ptr + offs, mask=mask)), mask=mask)
-
-
-def make_inputs(seed, device):
-    g = torch.Generator().manual_seed(seed)
-    return {"x_ptr": torch.randn(128, generator=g).to(device),
-            "y_ptr": torch.empty(128, device=device), "n": 128}
-
-
-TASK = Task(name="twice", kernel=kernel,
-            space=Space(parameters={"BLOCK": Parameter(domain=PowerOfTwo(low=64, high=128))}),
-            grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]) GRID,),
-            make_inputs=make_inputs, outputs=("y_ptr",) REFERENCE)
-'''
-BASE = {"HELPER": "x * 2", "GRID": "", "REFERENCE": ""}
-
 
 def write(tmp_path, name, **changes):
-    text = TEMPLATE
-    for k, v in {**BASE, **changes}.items():
-        text = text.replace(k, v)
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(text))
-    return path
+    """The task file `name`: the double template with no reference, blocks 64 and 128."""
+    return write_double(tmp_path, name, **{"low": 64, "reference": False, **changes})
 
 
 def task_of(path):
@@ -69,10 +31,8 @@ def run(path, store, **options):
 def test_task_fingerprint_covers_grid_reference_and_called_helpers(tmp_path):
     base = task_of(write(tmp_path, "base")).fingerprint()
     assert task_of(write(tmp_path, "same")).fingerprint() == base
-    for name, change in [("grid", {"GRID": "+ 1"}),
-                         ("reference", {"REFERENCE": ", reference=lambda x_ptr, y_ptr, n: "
-                                                     "2 * x_ptr"}),
-                         ("helper", {"HELPER": "x + x"})]:
+    for name, change in [("grid", {"extra_programs": 1}), ("reference", {"reference": True}),
+                         ("helper", {"helper": "x + x"})]:
         assert task_of(write(tmp_path, name, **change)).fingerprint() != base, name
     task = task_of(write(tmp_path, "fields"))
     for update in ({"tolerances": {"float32": (1e-3, 1e-3)}}, {"reset_to_zero": ("y_ptr",)},
@@ -92,7 +52,7 @@ def test_stale_results_are_never_reused(tmp_path, monkeypatch):
     assert again.reused and any("re-checked on a fresh draw" in n for n in again.notes)
     third = run(same, store, rechecked=rechecked)  # once per record (by default the process's)
     assert third.reused and not any("re-checked" in n for n in third.notes)
-    fixed = run(write(tmp_path, "helper", HELPER="x + x"), store)
+    fixed = run(write(tmp_path, "helper", helper="x + x"), store)
     assert not fixed.reused and len(fixed.trials) == 2
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
     assert not run(same, store).reused

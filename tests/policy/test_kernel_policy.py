@@ -1,18 +1,17 @@
 """Policies aimed at the loop that holds the hazard, on real kernels and the H200 evidence."""
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.kernels import loop_kernels as k
 from tests.kernels.seed_task import TASK, space
 from tunegate.policy import Environment, Policy, detect_traits
 from tunegate.space import Choice, IntRange, Parameter, Space, helion_space
 
-ROOT = Path(__file__).resolve().parents[1]
 EVIDENCE = ROOT.parent / "shared" / "evidence" / "store_load_h200.json"
-EMBEDDED = Path(__file__).resolve().parent / "data" / "store_load_h200_verdicts.json"
+EMBEDDED = ROOT / "tests" / "data" / "store_load_h200_verdicts.json"
 H200 = {"triton": "3.6.0", "device": "cuda", "capability": "9.0"}
 COLUMNS = ("OUTER_STAGES", "INNER_STAGES", "UNROLL", "FLATTEN", "num_warps")
 

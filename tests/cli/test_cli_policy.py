@@ -3,7 +3,7 @@
 import json
 
 from tests.conftest import run_cli
-from tests.test_space_configs import HELION_655
+from tests.space.test_space_configs import HELION_655
 
 H200 = ["--env", "triton=3.6.0", "--env", "device=cuda", "--env", "capability=9.0"]
 

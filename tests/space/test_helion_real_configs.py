@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import ROOT
 from tunegate.policy import Policy, detect_environment
 from tunegate.space import InvalidConfig
 from tunegate.space.helion import HELION_FIELDS, helion_config, parse_config_text
 
-DATA = json.loads((Path(__file__).parent / "data" / "helion_configs.json").read_text())
+DATA = json.loads((ROOT / "tests" / "data" / "helion_configs.json").read_text())
 # Helion's own tests of configs Helion refuses: a string block size, an unknown pid_type, a
 # one-loop spelling given with its list (test_singular_plural_collision_is_invalid).
 REFUSED_BY_HELION = {("test/test_autotuner_heuristics.py", 'helion.Config(block_sizes=["invalid"])'),

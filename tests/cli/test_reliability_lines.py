@@ -151,7 +151,7 @@ def test_store_list_skips_a_best_of_no_showable_time(tmp_path: Path) -> None:
 @pytest.mark.interpreter
 def test_a_tuning_does_not_reuse_a_damaged_best_and_tunes_again(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from tests.test_store_results import tuner
+    from tests.autotune.test_store_results import tuner
 
     path = tmp_path / "s.sqlite"
     store = Store(path)

@@ -1,7 +1,7 @@
 """On a CUDA GPU: `policy verify` finds every built-in rule's bug still present where the rule
 applies (on an H200 with Triton 3.6: all six rules with reproducers), with evidence, in minutes.
 
-Run with `python -m pytest -m gpu tests/test_gpu_verify.py`; without a GPU these skip.
+Run with `python -m pytest -m gpu tests/autotune/test_gpu_verify.py`; without a GPU these skip.
 """
 
 import json

@@ -7,45 +7,16 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
+from tests.kernels.double_template import write_double
 from tunegate.autotune import Store, Tuner
 from tunegate.autotune.worker import TaskRef
 from tunegate.kernelfile import load_module
 from tunegate.policy import Policy
 
 pytestmark = pytest.mark.interpreter
-
-KERNEL = '''
-import torch
-import triton
-import triton.language as tl
-
-from tunegate.autotune import Task
-from tunegate.space import Parameter, PowerOfTwo, Space
-
-
-@triton.jit
-def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
-
-
-def make_inputs(seed, device):
-    g = torch.Generator().manual_seed(seed)
-    return {"x_ptr": torch.randn(200, generator=g).to(device),
-            "y_ptr": torch.empty(200, device=device), "n": 200}
-
-
-TASK = Task(name="double", kernel=kernel,
-            space=Space(parameters={"BLOCK": Parameter(domain=PowerOfTwo(low=16, high=64))}),
-            grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),),
-            make_inputs=make_inputs, outputs=("y_ptr",),
-            reference=lambda x_ptr, y_ptr, n: x_ptr * 2)
-'''
 
 # Run in a fresh interpreter: counts the processes started, tunes, times the kernel's own
 # first launch with the chosen config for comparison.
@@ -84,8 +55,7 @@ if __name__ == "__main__":  # spawned workers import this file
 
 
 def test_a_warm_start_in_a_fresh_process_spawns_no_worker(tmp_path):
-    path = tmp_path / "double.py"
-    path.write_text(textwrap.dedent(KERNEL))
+    path = write_double(tmp_path, size=200, high=64)
     store = Store(tmp_path / "s.sqlite")
     cold = Tuner(load_module(path).TASK, TaskRef(str(path), "TASK"), policy=Policy([]),
                  store=store).run()
@@ -105,8 +75,7 @@ def test_a_warm_start_in_a_fresh_process_spawns_no_worker(tmp_path):
 
 
 def test_a_stored_best_that_fails_the_in_process_recheck_is_retuned(tmp_path):
-    path = tmp_path / "double.py"
-    path.write_text(textwrap.dedent(KERNEL))
+    path = write_double(tmp_path, size=200, high=64)
     store = Store(tmp_path / "s.sqlite")
     module = load_module(path)
     cold = Tuner(module.TASK, TaskRef(str(path), "TASK"), policy=Policy([]), store=store).run()
