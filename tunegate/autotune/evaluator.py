@@ -61,7 +61,7 @@ def failure_reason(reply: Reply, op: str) -> Reason:
 
 def _mismatch_reason(mismatch: Mismatch, what: str, **evidence: Any) -> Reason:
     return Reason(kind=Outcome.WRONG, summary=f"{what}: {mismatch.summary()}",
-                  evidence={**mismatch.model_dump(), **evidence})
+                  evidence={**mismatch.evidence(), **evidence})
 
 
 class Evaluator:
@@ -117,7 +117,7 @@ class Evaluator:
             "stressed": whole, "checked_draws": trial.checked_draws + report.draws,
             "checked_launches": trial.checked_launches + report.launches}
         if not report.passed:
-            first = report.first_mismatch.model_dump() if report.first_mismatch else {}
+            first = report.first_mismatch.evidence() if report.first_mismatch else {}
             update.update(status=Outcome.WRONG, time_ms=None, reason=Reason(
                 kind=Outcome.WRONG,
                 summary=("stress check: " if whole else "light stress check: ")

@@ -30,6 +30,10 @@ class Mismatch(BaseModel):
     row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
     summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
 
+    def evidence(self) -> dict:
+        """The fields as a reason's evidence (`summed_over` only where the sums were compared)."""
+        return self.model_dump(exclude=set() if self.summed_over else {"summed_over"})
+
     def _tolerance(self) -> str:
         if self.rtol == 0 and self.atol == 0:
             return f"{self.dtype}, compared bit for bit"
