@@ -125,4 +125,4 @@ def check_here(runner: Any, config: Config, first: int) -> Trial:
     return Trial(config=config, status=Outcome.WRONG, checked_draws=1, checked_launches=1,
                  reason=Reason(kind=Outcome.WRONG, summary=f"wrong output on a fresh draw: "
                                f"{checked.mismatch.summary()}",
-                               evidence=checked.mismatch.model_dump()))
+                               evidence=checked.mismatch.evidence()))
