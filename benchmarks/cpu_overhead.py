@@ -50,7 +50,7 @@ def main() -> None:
         again_s = time.perf_counter() - t
     print(json.dumps({
         "import_s": round(imported, 3), "cold_tune_s": round(cold_s, 3),
-        "cold_trials": len(cold.trials), "cold_best": cold.best,
+        "cold_trials": len(cold.trials), "cold_best": dict(cold.best or {}),
         "warm_start_s": round(warm_s, 3), "warm_reused": warm.reused,
         "second_warm_start_s": round(again_s, 3), "of_which_tuner_init_s": round(init_s, 3),
         "process_wall_s": round(time.perf_counter() - T0, 3)}, indent=1))
