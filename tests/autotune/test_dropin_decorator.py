@@ -138,3 +138,15 @@ def test_wrapped_library_matmul_on_the_gpu(monkeypatch):
     assert torch.allclose(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
     assert kernel.best_config in kernel.configs
     assert kernel.last_result is not None and kernel.last_result.timing == "gpu"
+
+
+def test_a_kernel_autotuned_in_another_module_than_its_jit_function_is_tuned():
+    import torch
+
+    from tests.kernels.wrapped_elsewhere import copy
+
+    x = torch.randn(512)
+    y = torch.empty_like(x)
+    copy[lambda meta: (triton.cdiv(512, 4 * meta["BLOCK"]),)](x, y, 512)
+    assert torch.equal(x, y) and copy.last_result is not None
+    assert {t.status for t in copy.last_result.trials} == {"ok"}

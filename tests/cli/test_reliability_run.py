@@ -125,3 +125,13 @@ def test_a_misbehaving_input_maker_or_reference_is_one_error_line(tmp_path, name
     said_lines = [line for line in done.stderr.splitlines() if said in line]
     assert done.returncode == 1 and len(said_lines) == 1, done.stderr
     assert said_lines[0].startswith("tunegate: tuning failed: cannot check chunked_copy")
+
+
+def test_run_passes_the_program_s_own_options_to_it_as_python_does(tmp_path):
+    (tmp_path / "prog.py").write_text("import sys\nprint(sys.argv[1:])\n")
+    for argv in (["prog.py", "--log-level=DEBUG", "-q"], ["-m", "prog", "--log-level=DEBUG"],
+                 ["--no-store", "-mprog", "-h", "x"]):
+        done = tunegate("run", *argv, cwd=tmp_path)
+        python = subprocess.run([sys.executable, *(a for a in argv if a != "--no-store")],
+                                capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout == python.stdout, (argv, done.stderr)

@@ -16,6 +16,7 @@ import atexit
 import copy
 import logging
 import os
+import sys
 import tempfile
 from typing import Any, Callable, Mapping, Sequence
 
@@ -114,6 +115,7 @@ class Autotuner(TritonAutotuner):
             os.environ.get("TUNEGATE_STORE")) or bool(triton.knobs.autotuning.cache)
         self.last_result: TuneResult | None = None
         self.origin: Any = None  # the Triton autotuner this one was made from by `wrap()`
+        self.defined_in = _defining_module()  # where a worker may find it, besides fn's module
         self._policy: tuple[Policy, Environment] | None = None
 
     # -- Triton's call convention ------------------------------------------------------------
@@ -263,6 +265,18 @@ def _traits(tuner: Autotuner) -> Any:
     from ..policy import detect_traits
 
     return detect_traits(jit_function(tuner))
+
+
+def _defining_module() -> str | None:
+    """The module outside tunegate and triton whose code is making this autotuner (it may
+    wrap a kernel of another module: `kernel = triton.autotune(...)(lib.kernel)`)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name.split(".")[0] not in ("tunegate", "triton"):
+            return name
+        frame = frame.f_back
+    return None
 
 
 def _called(tuner: Autotuner, listed: Configs, kwargs: Mapping[str, Any]) -> Any:

@@ -81,20 +81,24 @@ def _no_inputs(seed: int) -> Args:
 def locate(tuner: Any) -> tuple[TaskRef | None, int, str]:
     """Where a worker re-imports `tuner`: (reference, depth in its `.fn` chain, why not)."""
     base = python_function(tuner)
-    module = sys.modules.get(base.__module__)
-    if module is None:
+    names = dict.fromkeys(n for n in (base.__module__, getattr(tuner, "defined_in", None)) if n)
+    modules = [sys.modules[n] for n in names if n in sys.modules]
+    if not modules:
         return None, 0, f"its module {base.__module__!r} is not imported"
     # A kernel made by `wrap()` is found through the Triton autotuner it was made from.
     targets = [t for t in (tuner, getattr(tuner, "origin", None)) if t is not None]
-    for name, value in list(vars(module).items()):
-        links = chain(value) if hasattr(value, "fn") else []
-        depth = next((i for i, link in enumerate(links) if any(link is t for t in targets)), None)
-        if depth is not None:
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            links = chain(value) if hasattr(value, "fn") else []
+            depth = next((i for i, link in enumerate(links) if any(link is t for t in targets)),
+                         None)
+            if depth is None:
+                continue
             file = getattr(module, "__file__", None) or ""
             if importable_name(module):
                 return TaskRef(file, name, module=importable_name(module)), depth, ""
             if file:
                 return TaskRef(file, name), depth, ""
-            return None, 0, f"module {base.__module__!r} has no file to import"
+            return None, 0, f"module {module.__name__!r} has no file to import"
     return None, 0, (f"{base.__name__} is not bound to a name at module level of "
-                     f"{base.__module__!r}")
+                     f"{' or '.join(map(repr, names))}")

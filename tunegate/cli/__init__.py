@@ -30,8 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    own, program = run.split_argv(argv)  # `tunegate run`'s program keeps all its arguments
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(own)
+        if program is not None:
+            args.program = program
     except SystemExit as e:  # --help (0) or a bad command line (2, said on stderr)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:

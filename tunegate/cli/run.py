@@ -13,7 +13,34 @@ from typing import Any
 
 from ..errors import UsageError
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "split_argv"]
+
+_OWN_FLAGS = ("--no-store", "-h", "--help")
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """For `tunegate run`: (tunegate's arguments, the program's), split where the program
+    starts (after `-m MODULE`, or at SCRIPT), so the program's own options reach it as they
+    reach it under `python`; other commands: (argv, None)."""
+    if argv[:1] != ["run"]:
+        return argv, None
+    own = ["run"]
+    rest = argv[1:]
+    while rest:
+        token = rest[0]
+        if token in _OWN_FLAGS:
+            own.append(rest.pop(0))
+        elif token == "-m" and len(rest) > 1:
+            own += rest[:2]
+            return own, rest[2:]
+        elif token.startswith("-m") and len(token) > 2:  # `-mpytest`, as python reads it
+            own += ["-m", token[2:]]
+            return own, rest[1:]
+        elif token.startswith("-"):  # not tunegate's: argparse says so
+            own.append(rest.pop(0))
+        else:
+            return own, rest
+    return own, []
 
 
 def cmd_run(args: argparse.Namespace) -> int:
