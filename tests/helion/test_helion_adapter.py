@@ -12,8 +12,8 @@ import random
 
 import pytest
 
-helion = pytest.importorskip("helion")
-hl = pytest.importorskip("helion.language")
+helion = pytest.importorskip("helion", exc_type=ImportError)
+hl = pytest.importorskip("helion.language", exc_type=ImportError)
 torch = pytest.importorskip("torch")
 
 from tunegate.helion import HelionGate  # noqa: E402

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 pytestmark = pytest.mark.gpu
-helion = pytest.importorskip("helion")
-hl = pytest.importorskip("helion.language")
+helion = pytest.importorskip("helion", exc_type=ImportError)
+hl = pytest.importorskip("helion.language", exc_type=ImportError)
 torch = pytest.importorskip("torch")
 
 from tunegate.helion import HelionGate  # noqa: E402
