@@ -81,19 +81,39 @@ def test_hang_and_build_failure_cost_one_config_each(tmp_path):
     assert timeout.reason.kind == "timeout" and "killed" in timeout.reason.summary
 
 
-def test_baseline_that_is_excluded_is_a_clear_error(tmp_path, write_policy):
+def test_an_excluded_baseline_gives_way_to_the_closest_allowed_config(tmp_path, write_policy):
     from tests.kernels import pipelined_copy
 
     policy = Policy.from_files(write_policy('''
         schema = 1
         [[rule]]
-        id = "no-block-32"
+        id = "no-single-stage"
         title = "t"
         action = "disable"
         match = "STAGES == 1"
         reason = "r"
         '''))
-    with pytest.raises(TuneError, match="baseline config .* is excluded here"):
+    tuner = Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
+                  policy=policy, store=Store(tmp_path / "s.sqlite"), budget=Budget(configs=2))
+    assert tuner.baseline["STAGES"] == 2  # the fewest stages left, the default block
+    result = tuner.run()
+    assert result.best["STAGES"] > 1
+    assert any("usual baseline config" in n and "no-single-stage" in n for n in result.notes)
+
+
+def test_a_policy_that_excludes_every_config_is_a_clear_error(tmp_path, write_policy):
+    from tests.kernels import pipelined_copy
+
+    policy = Policy.from_files(write_policy('''
+        schema = 1
+        [[rule]]
+        id = "no-copy"
+        title = "t"
+        action = "disable"
+        match = "BLOCK >= 1"
+        reason = "r"
+        '''))
+    with pytest.raises(TuneError, match="every candidate config of chunked_copy is excluded"):
         Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
               policy=policy, store=Store(tmp_path / "s.sqlite"),
               budget=Budget(configs=2)).run()

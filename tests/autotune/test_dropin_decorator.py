@@ -55,6 +55,30 @@ def test_import_line_change_tunes_checks_and_keys_on_dtype(write_policy, monkeyp
     assert (20, "torch.float16", "torch.float16") in kernel.cache
 
 
+def test_a_baseline_the_policy_excludes_gives_way_to_an_allowed_listed_config(
+        write_policy, monkeypatch):
+    """A library list whose most conservative point is excluded here still tunes, compared
+    with the allowed listed config closest to it (the program must not break)."""
+    policy = write_policy("""
+        schema = 1
+        [[rule]]
+        id = "no-single-warp"
+        title = "One warp is not allowed in this project"
+        action = "disable"
+        match = "num_warps == 1"
+        reason = "A test rule that removes the baseline."
+        """, name="extra.toml")
+    monkeypatch.setenv("TUNEGATE_POLICY", str(policy))
+    from tests.kernels import dropin_scale as mod
+
+    x = torch.randn(100)
+    assert torch.equal(mod.double(x), 2 * x)
+    result = mod.scale_kernel.last_result
+    assert result is not None and result.best is not None and result.best["num_warps"] > 1
+    assert any("usual baseline config" in n and "no-single-warp" in n for n in result.notes)
+    assert "BLOCK=32" in result.compared_with and "num_warps=2" in result.compared_with
+
+
 @pytest.mark.parametrize("options, message", [
     ({"configs": [{"BLOCK": 16}], "key": ["n"]}, "list of triton.Config"),
     ({"configs": [triton.Config({"BLOCK": 16})], "key": "n"}, "list of argument names"),

@@ -1,22 +1,26 @@
 """Without a reference: the baseline config whose output is expected, and the vote on it.
 
-The baseline is the space default with every feature off; after the search, a larger group of
-configs that agree among themselves and disagree with it outvotes it, and the run stops.
+The baseline is the space default with every feature off; where the policy excludes that one
+(a rule on num_stages, say), the allowed config closest to it that uses the fewest features.
+After the search, a larger group of configs that agree among themselves and disagree with it
+outvotes it, and the run stops.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from typing import Any
+from typing import Any, Iterable
 
 from ..outcome import Outcome
 from ..policy.binding import Binding, Driver, bind
 from ..policy.predicate import MISSING
+from ..policy.region import Region
 from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import Trial
 
-__all__ = ["baseline_config", "outvoted"]
+__all__ = ["allowed_baseline", "baseline_config", "outvoted"]
 
 
 def baseline_config(space: Space, binding: Binding | None = None) -> Config:
@@ -38,6 +42,38 @@ def baseline_config(space: Space, binding: Binding | None = None) -> Config:
         values[name] = next((v for v in candidates if not _drives_on(drivers, values, name, v)),
                             values[name])
     return space.validate_config(values)
+
+
+def allowed_baseline(region: Region, points: Iterable[Config] | None = None
+                     ) -> tuple[Config | None, str | None]:
+    """The baseline for a run gated by `region`, and a note when it is not the usual one.
+
+    The usual baseline (`baseline_config`) if the region holds it; else, among `points` (a
+    config list) or the region's configs, the allowed one that turns on the fewest features
+    and differs least from it (not an experimental one, unless nothing else is left). None if
+    the region holds no config at all.
+    """
+    usual = baseline_config(region.space, region.binding)
+    if region.contains(usual):
+        return usual, None
+    pool = list(points) if points is not None else [
+        *region.neighbors(usual), *itertools.islice(region.configs(), 512)]
+    verdicts = [region.verdict(c) for c in dict.fromkeys(pool)]
+    verdicts = [v for v in verdicts if not v.excluded]
+    if not verdicts:
+        return None, None
+
+    def rank(i: int) -> tuple[int, int, int, int]:
+        v = verdicts[i]
+        on = sum(1 for value in v.features_used.values() if value)
+        apart = sum(1 for n in usual if v.config.get(n) != usual[n])
+        return (v.status == "experimental", on, apart, i)
+
+    chosen = verdicts[min(range(len(verdicts)), key=rank)]
+    rules = ", ".join(m.rule for m in region.verdict(usual).matched)
+    return chosen.config, (f"the usual baseline config {usual.text()} is excluded here "
+                           f"({rules}); results are compared with {chosen.config.text()}, "
+                           f"the {chosen.status} config closest to it")
 
 
 def _drives_on(drivers: list[Driver], values: dict[str, Any], name: str, value: Any) -> bool:

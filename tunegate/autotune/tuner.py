@@ -17,7 +17,7 @@ from ..policy import Environment, KernelTraits, Policy, Region, detect_environme
     detect_traits
 from ..policy.verdict import match_rule
 from ..space.space import Config
-from .baseline import baseline_config, outvoted
+from .baseline import allowed_baseline, baseline_config, outvoted
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
@@ -94,8 +94,10 @@ class Tuner:
                 self._early_pool.close()
             raise
         self.policy_fingerprint = self.policy.fingerprint()
-        self.baseline = None if task.reference is not None else baseline_config(
-            task.space, self.region.binding)
+        self.baseline, baseline_note = (None, None) if task.reference is not None else \
+            allowed_baseline(self.region, task.configs)
+        if baseline_note is not None:
+            self.ledger.notes.append(baseline_note)
         self.compared_with = "the reference function" if self.baseline is None else (
             f"the baseline config {self.baseline.text()}, not ground truth")
 
@@ -112,7 +114,9 @@ class Tuner:
     def run(self) -> TuneResult:
         """Tune; raises TuneError (with the partial result) when no correct config is found."""
         start = time.perf_counter()
-        self._check_baseline_allowed()
+        if self.task.reference is None and self.baseline is None:  # nothing allowed to compare with
+            raise TuneError(no_winner(self.ledger, self.task, self.region, self.budget,
+                                      self._removals()))
         turned_down = False  # the stored best was re-checked here and may not be reused
         if self._early_pool is None and self.reusable:
             runner = self._runner_here()
@@ -188,13 +192,6 @@ class Tuner:
                             interrupted=interrupted)
 
     # -- the parts -------------------------------------------------------------------------
-    def _check_baseline_allowed(self) -> None:
-        if self.baseline is not None and not self.region.contains(self.baseline):
-            verdict = self.region.verdict(self.baseline)
-            raise TuneError(f"the baseline config {self.baseline.text()} is excluded here "
-                            f"({', '.join(m.rule for m in verdict.matched)}); give the task a "
-                            "reference function")
-
     def _runner_here(self) -> Any:
         """A runner in this process for the re-check of a stored best; None if it cannot be
         made here (an isolated worker decides)."""

@@ -101,6 +101,7 @@ class Worker:
         self._proc: Any = None
         self._conn: Connection | None = None
         self._pending = False  # a setup was sent; its answer not read yet
+        self._stopping = threading.Lock()  # stop may run from a waiting thread and on Ctrl-C
         self._stderr = tempfile.NamedTemporaryFile(prefix="tunegate-worker-", suffix=".log",
                                                    delete=False)
         self.problem_key: str | None = None
@@ -163,20 +164,23 @@ class Worker:
         and stops the process on Ctrl-C."""
         if not self._pending:
             return
-        assert self._conn is not None
+        conn = self._conn
+        assert conn is not None
         self._pending = False
         try:
-            answered = self._conn.poll(self.setup_timeout)
+            answered = conn.poll(self.setup_timeout)
         except KeyboardInterrupt:
             self.stop()
             raise
+        except OSError:  # stopped from another thread (Ctrl-C) while waiting
+            answered = True
         if not answered:
             self.stop()
             raise WorkerSetupError(f"the worker did not load the task within "
                                    f"{self.setup_timeout:.0f} s (the per-config timeout)")
         try:
-            msg = self._conn.recv()
-        except EOFError:
+            msg = conn.recv()
+        except (EOFError, OSError):
             self.stop()
             raise WorkerSetupError("the worker died while loading the task:\n"
                                    + self.stderr_tail()) from None
@@ -226,15 +230,16 @@ class Worker:
         return Reply(outcome, error=value, seconds=elapsed)
 
     def stop(self) -> None:
-        if self._proc is not None:
-            if self._proc.is_alive():
-                self._proc.kill()
-            self._proc.join(timeout=10)
-        self._proc = None
-        self._pending = False
-        if self._conn is not None:
-            self._conn.close()
-        self._conn = None
+        """Kill the process and close its pipe; safe to call twice, from two threads."""
+        with self._stopping:
+            proc, conn = self._proc, self._conn
+            self._proc, self._conn, self._pending = None, None, False
+        if proc is not None:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(timeout=10)
+        if conn is not None:
+            conn.close()
 
     def close(self) -> None:
         self.stop()
