@@ -8,6 +8,8 @@
 # PER_FILE cases of each test file run (default 2; PER_FILE_fla / PER_FILE_liger for one); DIRS picks the libraries (default "fla liger");
 # LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150");
 # LIMITS_fla / LIMITS_liger override it for one library.
+# RUNS picks the runs (default "stock tunegate1 tunegate2"); with IDS_GIVEN=1 the case lists
+# ids_fla.txt / ids_liger.txt already in peer/ are used as they are (no collection).
 # Results in $OUT/peer.tgz.
 set -u
 OUT=${OUT:-/tmp/peer-out}; mkdir -p "$OUT"
@@ -17,6 +19,7 @@ PER_FILE=${PER_FILE:-2}
 DIRS=${DIRS:-fla liger}
 : > ids.txt
 for d in $DIRS; do
+  [[ ${IDS_GIVEN:-0} == 1 && -s ids_$d.txt ]] && continue
   (cd $d && timeout 60 python3 -m pytest --co -q -p no:cacheprovider $(ls tests/*/test_*.py tests/*/*/test_*.py test/transformers/test_*.py 2>/dev/null) 2>&1 | grep '::' > ../ids_$d.all)
   # the first PER_FILE cases of each file
   per_var=PER_FILE_$d
@@ -27,14 +30,18 @@ run() { # name dir timeout command...
   local name=$1 dir=$2 limit=$3; shift 3
   local t0=$(date +%s.%N)
   (cd $dir && timeout $limit "$@" $(cat ../ids_$dir.txt) -q -p no:cacheprovider -W ignore > "$OUT/$name-$dir.log" 2>&1); local rc=$?
-  echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") $(tail -1 "$OUT/$name-$dir.log")" | tee -a "$OUT/summary.txt"
+  echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$OUT/$name-$dir.log" | tail -1)" | tee -a "$OUT/summary.txt"
 }
 for d in $DIRS; do
   limits_var=LIMITS_$d
   read -r STOCK_S FIRST_S SECOND_S <<< "${!limits_var:-${LIMITS:-200 300 150}}"
-  run stock $d $STOCK_S python3 -m pytest
-  run tunegate1 $d $FIRST_S python3 -m tunegate run -m pytest --log-level=DEBUG
-  run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest --log-level=DEBUG
+  for r in ${RUNS:-stock tunegate1 tunegate2}; do
+    case $r in
+      stock) run stock $d $STOCK_S python3 -m pytest ;;
+      tunegate1) run tunegate1 $d $FIRST_S python3 -m tunegate run -m pytest --log-level=DEBUG ;;
+      tunegate2) run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest --log-level=DEBUG ;;
+    esac
+  done
 done
 grep -h -i "rejected config\|dropped config\|tunegate:" "$OUT"/tunegate1-*.log | sort | uniq -c | sort -rn | head -40 > "$OUT/tunegate_lines.txt"
 for f in "$OUT"/tunegate*-*.log; do  # the table `tunegate run` ends with: one row per tuning

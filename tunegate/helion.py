@@ -183,12 +183,13 @@ def _tensors(value: Any, name: str) -> list[tuple[str, Any]]:
 
 def _mismatches(got: Any, expected: Any, tolerances: Any, *, row_scaled: bool) -> list[Any]:
     """Every output (and argument, which the kernel may write) that differs from the baseline's."""
-    from .autotune.check import compare
+    from .autotune.check import compare, working_dtype
 
     (g_out, g_args), (e_out, e_args) = got, expected
     pairs = list(zip(_tensors(g_out, "output"), _tensors(e_out, "output")))
     if e_args is not None:
         pairs += zip(_tensors(g_args, "argument"), _tensors(e_args, "argument"))
-    found = [compare(name, g, e, tolerances, row_scaled=row_scaled)
+    working = working_dtype(e for _, (_, e) in pairs)
+    found = [compare(name, g, e, tolerances, row_scaled=row_scaled, working=working)
              for (name, g), (_, e) in pairs]
     return [m for m in found if m is not None]

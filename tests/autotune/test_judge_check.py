@@ -123,3 +123,30 @@ def test_integers_stay_bit_for_bit_when_row_scaled():
     want = torch.tensor([[1000, 1]], dtype=torch.int32)
     assert compare("i", want + torch.tensor([[0, 1]], dtype=torch.int32), want,
                    row_scaled=True).mismatched == 1
+
+
+def test_a_float32_result_of_float16_tensors_is_judged_at_float16_precision():
+    """Both directions: the float16 roundings another BLOCK places differently are no error
+    (float32's tolerance alone condemns them), a dropped block still is, and says why."""
+    runner = _runner(jk.HALF_SUMS, {"BLOCK": 16, "WRONG": 0})
+    pristine, expected = runner.draw(0)
+    args = runner.prepare(pristine)
+    jk.HALF_SUMS.run(args, Config(values={"BLOCK": 64, "WRONG": 0}))
+    assert compare("y_ptr", args["y_ptr"], expected.tensors["y_ptr"], row_scaled=True) is not None
+    for block in (32, 64):
+        assert runner.check(Config(values={"BLOCK": block, "WRONG": 0}), 2).mismatch is None
+    bad = runner.check(Config(values={"BLOCK": 32, "WRONG": 1}), 1).mismatch
+    assert bad is not None and bad.working == "float16" and bad.rtol == 1e-2
+    assert "float32 computed from float16 tensors" in bad.summary()
+
+
+def test_the_working_precision_is_the_narrowest_float_and_an_override_wins():
+    from tunegate.autotune.check import tolerance, working_dtype
+
+    tensors = [torch.zeros(2), torch.zeros(2, dtype=torch.bfloat16), torch.zeros(2, dtype=torch.int64)]
+    assert working_dtype(tensors) == torch.bfloat16
+    assert working_dtype([torch.zeros(2, dtype=torch.int32)]) is None
+    assert tolerance(torch.float32, working=torch.float16) == (1e-2, 1e-2)
+    assert tolerance(torch.float16, working=torch.float32) == (1e-2, 1e-2)  # never tighter
+    assert tolerance(torch.float32, {"float32": (1e-6, 0.0)}, working=torch.float16) == (1e-6, 0.0)
+    assert tolerance(torch.int32, working=torch.float16) == (0.0, 0.0)

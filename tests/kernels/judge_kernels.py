@@ -198,3 +198,28 @@ ROUND_TRIP = Task(name="round_trip", kernel=round_trip,
                   space=Space(parameters={"BLOCK": _choice(16), "VIA": _choice(0, 1),
                                           "WRONG": _choice(0, 1)}),
                   grid=(4,), make_inputs=round_trip_inputs, outputs=("y_ptr",))
+
+
+@triton.jit
+def half_sums(x_ptr, y_ptr, n, BLOCK: tl.constexpr, WRONG: tl.constexpr):
+    """y[row] = sum(x[row]) in float32 from float16 x, the running sum kept in float16 between
+    blocks (as a kernel keeps a tile in the input's dtype): BLOCK decides where it rounds.
+    WRONG=1 drops the row's last block."""
+    row = tl.program_id(0)
+    acc = tl.zeros((1,), dtype=tl.float16)
+    for start in range(0, n - WRONG * BLOCK, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        block = tl.sum(tl.load(x_ptr + row * n + offs).to(tl.float32), axis=0)
+        acc = (acc.to(tl.float32) + block).to(tl.float16)
+    tl.store(y_ptr + row + tl.arange(0, 1), acc.to(tl.float32) * 1.0)
+
+
+def half_sums_inputs(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(8, 128, generator=g) + 0.5).to(torch.float16)
+    return {"x_ptr": x.to(device), "y_ptr": torch.empty(8, device=device), "n": 128}
+
+
+HALF_SUMS = Task(name="half_sums", kernel=half_sums,
+                 space=Space(parameters={"BLOCK": _choice(16, 32, 64), "WRONG": _choice(0, 1)}),
+                 grid=(8,), make_inputs=half_sums_inputs, outputs=("y_ptr",))

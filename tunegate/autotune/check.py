@@ -16,6 +16,12 @@ tolerance applies to the larger of |expected| and the largest finite |expected| 
 (last dimension), because the baseline's reduction order is no more right than the candidate's,
 and an element near cancellation carries the rounding error of its row's magnitude.
 Integers and bools are compared bit for bit always.
+
+A float output is compared with the tolerance of the kernel's working precision where that is
+coarser than its own dtype: the narrowest float type among the call's tensors (`working_dtype`).
+A float32 result computed from float16 tensors carries float16 roundings of its intermediates
+(a tile cast for a dot), which a different num_warps places differently; wrong configs (a race,
+a wrong dot) are off by far more. The evidence names the working dtype where it applied.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import torch
 from .mismatch import Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Mismatch", "compare", "follows_poison", "poison", "same_bits",
-           "tolerance"]
+           "tolerance", "working_dtype"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -49,15 +55,28 @@ def _bitwise(dtype: torch.dtype) -> bool:
     return not dtype.is_floating_point or dtype in _FP8
 
 
-def tolerance(dtype: torch.dtype, overrides: Mapping[str, tuple[float, float]] | None = None
-              ) -> tuple[float, float]:
-    """(rtol, atol) for `dtype`: the override, the default, or exact."""
+def tolerance(dtype: torch.dtype, overrides: Mapping[str, tuple[float, float]] | None = None,
+              working: torch.dtype | None = None) -> tuple[float, float]:
+    """(rtol, atol) for `dtype`: the override, the default, or exact; a float default no
+    tighter than that of the `working` dtype (see the module docstring)."""
     name = _name(dtype)
     if overrides and name in overrides:
         return overrides[name]
     if _bitwise(dtype):
         return (0.0, 0.0)
-    return DEFAULT_TOLERANCES.get(name, (1e-4, 1e-5))
+    own = DEFAULT_TOLERANCES.get(name, (1e-4, 1e-5))
+    coarse = DEFAULT_TOLERANCES.get(_name(working), own) if working is not None else own
+    return coarse if coarse[0] > own[0] else own
+
+
+def working_dtype(tensors: Any) -> torch.dtype | None:
+    """The narrowest float dtype among `tensors` (fp8 counts as bfloat16), or None."""
+    floats = [torch.bfloat16 if t.dtype in _FP8 else t.dtype for t in tensors
+              if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
+    floats = [d for d in floats if _name(d) in DEFAULT_TOLERANCES]
+    if not floats:
+        return None
+    return max(floats, key=lambda d: DEFAULT_TOLERANCES[_name(d)][0])
 
 
 def poison(t: torch.Tensor, second: bool = False) -> None:
@@ -108,15 +127,17 @@ def _row_scale(e64: torch.Tensor) -> torch.Tensor:
 
 def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
             overrides: Mapping[str, tuple[float, float]] | None = None,
-            row_scaled: bool = False) -> Mismatch | None:
+            row_scaled: bool = False, working: torch.dtype | None = None) -> Mismatch | None:
     """None if `got` matches `expected` within tolerance, else the evidence. `row_scaled`:
-    floats' rtol applies to the row's largest |expected| (see the module docstring)."""
+    floats' rtol applies to the row's largest |expected|; `working`: the kernel's working
+    precision (see the module docstring)."""
     if got.shape != expected.shape:
         return Mismatch(argument=name, mismatched=got.numel(), total=got.numel(),
                         unwritten=0, max_abs_error=None, max_rel_error=None, first_index=[],
                         got=f"shape {tuple(got.shape)}", expected=f"shape {tuple(expected.shape)}",
                         rtol=0.0, atol=0.0, dtype=_name(got.dtype))
-    rtol, atol = tolerance(got.dtype, overrides)
+    rtol, atol = tolerance(got.dtype, overrides, working)
+    coarser = (rtol, atol) != tolerance(got.dtype, overrides)
     # Compare where the tensors live (a GPU compares 10^8 elements in milliseconds); only
     # scalars of evidence travel to the host.
     g, e = got.detach(), expected.detach().to(device=got.device, dtype=got.dtype)
@@ -148,7 +169,8 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
                     max_abs_error=max_abs, max_rel_error=max_rel, first_index=index,
                     got=_show(g.flatten()[flat]), expected=_show(e.flatten()[flat]),
                     rtol=rtol, atol=atol, dtype=_name(got.dtype),
-                    row_scaled=row_scaled and not _bitwise(got.dtype))
+                    row_scaled=row_scaled and not _bitwise(got.dtype),
+                    working=_name(working) if coarser and working is not None else "")
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -29,17 +29,20 @@ class Mismatch(BaseModel):
     dtype: str = ""
     row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
     summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
+    working: str = ""  # the narrower input dtype whose tolerance applied (check.working_dtype)
 
     def evidence(self) -> dict:
         """The fields as a reason's evidence (`summed_over` only where the sums were compared)."""
-        return self.model_dump(exclude=set() if self.summed_over else {"summed_over"})
+        return self.model_dump(exclude={n for n in ("summed_over", "working")
+                                         if not getattr(self, n)})
 
     def _tolerance(self) -> str:
         if self.rtol == 0 and self.atol == 0:
             return f"{self.dtype}, compared bit for bit"
         of = (" of the row's largest |expected|" if self.row_scaled
               else " of the summed |expected|" if self.summed_over else "")
-        return f"{self.dtype}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
+        source = f" computed from {self.working} tensors" if self.working else ""
+        return f"{self.dtype}{source}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
 
     def summary(self) -> str:
         err = "" if self.max_abs_error is None else (

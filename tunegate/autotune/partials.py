@@ -16,7 +16,7 @@ from typing import Mapping
 
 import torch
 
-from .check import compare, tolerance
+from .check import compare
 from .mismatch import Mismatch
 
 __all__ = ["compare_partials"]
@@ -40,17 +40,18 @@ def _layout_axes(got: torch.Tensor, expected: torch.Tensor) -> tuple[int, ...] |
 
 def compare_partials(name: str, got: torch.Tensor, expected: torch.Tensor,
                      overrides: Mapping[str, tuple[float, float]] | None = None,
-                     row_scaled: bool = False) -> Mismatch | None:
+                     row_scaled: bool = False, working: torch.dtype | None = None
+                     ) -> Mismatch | None:
     """`compare` for a zeroed (`reset_to_zero`) buffer: slot by slot where both hold the same
     slots, else by sums over the axes whose slots differ (see the module docstring)."""
-    bad = compare(name, got, expected, overrides, row_scaled)
+    bad = compare(name, got, expected, overrides, row_scaled, working)
     if bad is None:
         return None
     expected = expected.detach().to(device=got.device)
     axes = _layout_axes(got.detach(), expected)
     if axes is None:
         return bad
-    rtol, atol = tolerance(got.dtype, overrides)
+    rtol, atol = bad.rtol, bad.atol
     g, e = got.detach().to(torch.float64), expected.to(torch.float64)
     sums, want, scale = g.sum(dim=axes), e.sum(dim=axes), e.abs().sum(dim=axes)
     count = math.prod(got.shape[a] for a in axes)
@@ -66,4 +67,5 @@ def compare_partials(name: str, got: torch.Tensor, expected: torch.Tensor,
                     max_rel_error=float((diff / scale.clamp_min(1e-30))[off].max()),
                     first_index=index, got=f"{float(sums.flatten()[flat]):.6g}",
                     expected=f"{float(want.flatten()[flat]):.6g}", rtol=rtol, atol=atol,
-                    dtype=str(got.dtype).removeprefix("torch."), summed_over=axes)
+                    dtype=str(got.dtype).removeprefix("torch."), summed_over=axes,
+                    working=bad.working)

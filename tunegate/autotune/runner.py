@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from ..space.space import Config
-from .check import Mismatch, compare, follows_poison, poison, same_bits
+from .check import Mismatch, compare, follows_poison, poison, same_bits, working_dtype
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
 from .expected import BaselineError, Expected, reference_outputs, tensors_of
@@ -49,6 +49,7 @@ class Runner:
         self._inputs = inputs  # a callable(seed, device) replacing task.make_inputs: the
         # drop-in's copies of a program's own call, never checked for random data
         self._inputs_cache: dict[int, Args] = {}
+        self._working_dtype: tuple[torch.dtype | None] | None = None  # made from draw 0
         self._expected_cache: dict[int, Expected] = {}
         self.not_compared: dict[str, str] = {n: "scratch" for n in task.scratch}  # name: why
         self._fresh = FRESH_DRAWS
@@ -188,7 +189,13 @@ class Runner:
         buffer of partial sums whose layout depends on the config is compared by its sums."""
         judge = compare_partials if name in self.zeroed else compare
         return judge(name, got, want, self.task.tolerances,
-                     row_scaled=self.task.reference is None)
+                     row_scaled=self.task.reference is None, working=self._working())
+
+    def _working(self) -> torch.dtype | None:
+        """The kernel's working precision: the narrowest float dtype among draw 0's tensors."""
+        if self._working_dtype is None:
+            self._working_dtype = (working_dtype(self.inputs(0).values()),)
+        return self._working_dtype[0]
 
     def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
         """The first compared tensor that differs from its expected state, or None."""
