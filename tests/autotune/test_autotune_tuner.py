@@ -81,20 +81,25 @@ def test_hang_and_build_failure_cost_one_config_each(tmp_path):
     assert timeout.reason.kind == "timeout" and "killed" in timeout.reason.summary
 
 
-def test_an_excluded_baseline_gives_way_to_the_closest_allowed_config(tmp_path, write_policy):
+def _copy_tuner(tmp_path, write_policy, rule: str, match: str) -> Tuner:
+    """The chunked copy's tuner (no reference) under one disabling rule of the user's."""
     from tests.kernels import pipelined_copy
 
-    policy = Policy.from_files(write_policy('''
+    policy = Policy.from_files(write_policy(f'''
         schema = 1
         [[rule]]
-        id = "no-single-stage"
+        id = "{rule}"
         title = "t"
         action = "disable"
-        match = "STAGES == 1"
+        match = "{match}"
         reason = "r"
         '''))
-    tuner = Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
-                  policy=policy, store=Store(tmp_path / "s.sqlite"), budget=Budget(configs=2))
+    return Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
+                 policy=policy, store=Store(tmp_path / "s.sqlite"), budget=Budget(configs=2))
+
+
+def test_an_excluded_baseline_gives_way_to_the_closest_allowed_config(tmp_path, write_policy):
+    tuner = _copy_tuner(tmp_path, write_policy, "no-single-stage", "STAGES == 1")
     assert tuner.baseline["STAGES"] == 2  # the fewest stages left, the default block
     result = tuner.run()
     assert result.best["STAGES"] > 1
@@ -102,21 +107,9 @@ def test_an_excluded_baseline_gives_way_to_the_closest_allowed_config(tmp_path, 
 
 
 def test_a_policy_that_excludes_every_config_is_a_clear_error(tmp_path, write_policy):
-    from tests.kernels import pipelined_copy
-
-    policy = Policy.from_files(write_policy('''
-        schema = 1
-        [[rule]]
-        id = "no-copy"
-        title = "t"
-        action = "disable"
-        match = "BLOCK >= 1"
-        reason = "r"
-        '''))
+    tuner = _copy_tuner(tmp_path, write_policy, "no-copy", "BLOCK >= 1")
     with pytest.raises(TuneError, match="every candidate config of chunked_copy is excluded"):
-        Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
-              policy=policy, store=Store(tmp_path / "s.sqlite"),
-              budget=Budget(configs=2)).run()
+        tuner.run()
 
 
 def test_decorator_tunes_on_first_call_and_rejects_wrong_configs(tmp_path):
