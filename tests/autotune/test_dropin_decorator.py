@@ -174,3 +174,27 @@ def test_a_kernel_autotuned_in_another_module_than_its_jit_function_is_tuned():
     copy[lambda meta: (triton.cdiv(512, 4 * meta["BLOCK"]),)](x, y, 512)
     assert torch.equal(x, y) and copy.last_result is not None
     assert {t.status for t in copy.last_result.trials} == {"ok"}
+
+
+def test_a_kernel_defined_inside_a_function_is_tuned_and_checked_in_this_process(caplog):
+    """No worker can import a kernel made inside a function (a test, a factory), but Triton's
+    autotuner tunes it: so does the drop-in, in this process, with the same checks."""
+    @tunegate.autotuned(configs=[triton.Config({"BLOCK": 16, "SKIP": 0}),
+                                 triton.Config({"BLOCK": 32, "SKIP": 1}),
+                                 triton.Config({"BLOCK": 64, "SKIP": 0})], key=["n"])
+    @triton.jit
+    def nested_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SKIP: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        keep = offs < n - SKIP  # SKIP=1 forgets the last element
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=keep), mask=keep)
+
+    caplog.set_level(logging.INFO, logger="tunegate")
+    x = torch.randn(100)
+    y = torch.zeros(100)
+    nested_copy[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+    assert torch.equal(y, x)
+    result = nested_copy.last_result
+    assert result is not None and result.best["SKIP"] == 0
+    wrong = [t for t in result.trials if t.config["SKIP"] == 1]
+    assert wrong and all(t.status == "wrong" for t in wrong)
+    assert any("tuned in this process" in r.getMessage() for r in caplog.records)

@@ -202,10 +202,13 @@ class Autotuner(TritonAutotuner):
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
               pruned: list[Any], listed: Configs, traits: Any) -> TuneResult:
         ref, depth, why = locate(self)
-        if ref is None:
-            raise TuneError(f"cannot tune {self.base_fn.__name__} in worker processes: {why}. "
-                            "Define the kernel at module level of an importable module or file")
-        if ref.module is None:  # workers import the file: its top level runs in each of them
+        local = None
+        if ref is None:  # as Triton's autotuner would: tuned here, without isolation
+            log.info("%s is tuned in this process, not in isolated workers (%s): a config that "
+                     "hangs or crashes does so in the program, as under triton.autotune",
+                     self.base_fn.__name__, why)
+            ref, depth, local = TaskRef("", self.base_fn.__name__), 0, self
+        elif ref.module is None:  # workers import the file: its top level runs in each
             require_main_guard(ref.file, f"tuning {self.base_fn.__name__}")
         call_kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         launch = {k: v for k, v in call_kwargs.items() if k in CALL_LAUNCH_OPTIONS}
@@ -223,7 +226,7 @@ class Autotuner(TritonAutotuner):
                         tolerances=self.tolerances, reference=self.reference)
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
         inputs = CallerData(bound, seed=self.options.get("seed", 0))
-        ref = TaskRef(ref.file, ref.name, inputs, module=ref.module, call=call)
+        ref = TaskRef(ref.file, ref.name, inputs, module=ref.module, call=call, local=local)
         policy, env = self._gate()
         options = {k: v for k, v in self.options.items() if k not in ("policy", "env")}
         budget = options.pop("budget", len(pruned))

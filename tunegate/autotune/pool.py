@@ -18,6 +18,7 @@ from typing import Hashable
 from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
+from .local import LocalWorker
 from .messages import Compile, Reply
 from .worker import Setup, TaskRef, Worker, WorkerSetupError, file_stamp
 
@@ -115,7 +116,7 @@ def _can_load(worker: Worker, ref: TaskRef) -> bool:
     return True
 
 
-def _try_wait(worker: Worker) -> WorkerSetupError | None:
+def _try_wait(worker: Worker | LocalWorker) -> WorkerSetupError | None:
     """Wait for a worker; the error instead of raising, so several can be awaited at once."""
     try:
         worker.wait()
@@ -133,13 +134,15 @@ class WorkerPool:
                  deterministic: bool, devices: int = 1, gpu: bool = False,
                  setup_timeout: float = 600.0, precompile: bool = False) -> None:
         self.setup = Setup(ref, seed, baseline_json, deterministic)
+        if ref.local is not None:  # tuned in this process: one run worker, no compile workers
+            devices, compilers = 1, 0
         self.identity = _steering()
         self.setup_timeout = setup_timeout
         gpus = visible_devices() if gpu else []
         self._envs = [{"CUDA_VISIBLE_DEVICES": gpus[i]} if gpu and devices > 1 else {}
                       for i in range(devices)]
-        self.runs: list[Worker] = []
-        self.compilers: list[Worker] = []
+        self.runs: list[Worker | LocalWorker] = []
+        self.compilers: list[Worker | LocalWorker] = []
         self._compilers_wanted = compilers
         # With `precompile`, compile workers see no GPU and compile into Triton's cache for
         # the target the run worker reports; else they compile on the GPU.
@@ -150,11 +153,13 @@ class WorkerPool:
         self.reused = 0  # workers taken over from an earlier pool
 
     @property
-    def run(self) -> Worker:
+    def run(self) -> Worker | LocalWorker:
         return self.runs[0]
 
-    def _take(self, role: str, env: dict[str, str]) -> Worker:
+    def _take(self, role: str, env: dict[str, str]) -> Worker | LocalWorker:
         """A kept worker of this role and device, re-tasked; else a new one, launched."""
+        if self.setup.ref.local is not None:
+            return LocalWorker(self.setup, self.setup_timeout)
         kept = _IDLE.get((self.identity, role), [])
         for w in kept:
             if w.env == env and w.alive() and _can_load(w, self.setup.ref):
@@ -192,17 +197,21 @@ class WorkerPool:
         self.launch()
         self._wait([*self.runs, *self.compilers], runs=len(self.runs))
 
-    def _wait(self, workers: list[Worker], runs: int) -> None:
-        """Wait for `workers` to load the task, side by side; on Ctrl-C stop them all."""
-        pool = ThreadPoolExecutor(max_workers=len(workers))
-        try:
-            errors = list(pool.map(_try_wait, workers))
-        except KeyboardInterrupt:
-            for w in workers:
-                w.stop()
-            raise
-        finally:
-            pool.shutdown(wait=False)
+    def _wait(self, workers: list[Worker | LocalWorker], runs: int) -> None:
+        """Wait for `workers` to load the task, side by side; on Ctrl-C stop them all (a
+        single one stops itself: `Worker.wait`)."""
+        if len(workers) == 1:  # in this thread: an in-process worker keeps its CUDA device
+            errors = [_try_wait(workers[0])]
+        else:
+            pool = ThreadPoolExecutor(max_workers=len(workers))
+            try:
+                errors = list(pool.map(_try_wait, workers))
+            except KeyboardInterrupt:
+                for w in workers:
+                    w.stop()
+                raise
+            finally:
+                pool.shutdown(wait=False)  # never wait on a thread still reading a pipe
         failed = next((e for e in errors[:runs] if e is not None), None)
         if failed is not None:
             self.close()

@@ -18,7 +18,7 @@ from typing import Any
 from ..outcome import Outcome
 from .workload import Setup, TaskRef
 
-__all__ = ["NotReady", "Ready", "child_main"]
+__all__ = ["NotReady", "Ready", "child_main", "classify", "ready"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
 _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
@@ -26,7 +26,8 @@ _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligne
 _COMPILE = ("CompilationError", "OutOfResources", "PassManager", "MLIR", "CompileTimeAssertion")
 
 
-def _classify(e: BaseException) -> Outcome:
+def classify(e: BaseException) -> Outcome:
+    """What a raise means: a crash (the CUDA context is unusable), a compile error, or an error."""
     text = f"{type(e).__name__}: {e}"
     if any(s in text for s in _STICKY):
         return Outcome.CRASHED
@@ -44,13 +45,17 @@ def _rejected_by_the_language(e: BaseException) -> bool:
     return bool(frames) and f"triton{os.sep}language{os.sep}" in frames[-1].filename
 
 
-def _load(ref: TaskRef) -> Any:
+def _load(ref: TaskRef, local: Any = None) -> Any:
+    """The task `ref` names: imported, or made from `local` (the object itself, in-process)."""
     import importlib
 
     from ..kernelfile import load_module
 
-    module = importlib.import_module(ref.module) if ref.module else load_module(ref.file)
-    obj = getattr(module, ref.name)
+    if local is not None:
+        obj = local
+    else:
+        module = importlib.import_module(ref.module) if ref.module else load_module(ref.file)
+        obj = getattr(module, ref.name)
     if ref.call is not None:
         return ref.call.task(obj)
     return getattr(obj, "task", obj)
@@ -97,8 +102,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _ready(setup: Setup) -> tuple[Any, Ready | NotReady]:
-    """The runner for `setup`, and the message that says whether it could be made."""
+def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
+    """The runner for `setup` (its task made from `local` where given, see `_load`), and the
+    message that says whether it could be made."""
     from ..space.space import Config
     from .backend import COMPILE_ONLY
     from .runner import BaselineError, Runner, device_facts
@@ -107,10 +113,10 @@ def _ready(setup: Setup) -> tuple[Any, Ready | NotReady]:
         if os.environ.get(COMPILE_ONLY) == "1":
             from .precompile import TaskCompiler
 
-            compiler = TaskCompiler(_load(setup.ref), seed=setup.seed, inputs=setup.ref.inputs)
+            compiler = TaskCompiler(_load(setup.ref, local), seed=setup.seed, inputs=setup.ref.inputs)
             return compiler, Ready(compiler.problem_key(), compiler.kind, None)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
-        runner = Runner(_load(setup.ref), seed=setup.seed, baseline=baseline,
+        runner = Runner(_load(setup.ref, local), seed=setup.seed, baseline=baseline,
                         inputs=setup.ref.inputs, deterministic=setup.deterministic)
         return runner, Ready(runner.problem_key(), runner.kind, device_facts())
     except BaselineError as e:
@@ -143,7 +149,7 @@ def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str,
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from .runner import BaselineError
 
-    runner, message = _ready(setup)
+    runner, message = ready(setup)
     conn.send(message)
     if runner is None:
         return
@@ -154,7 +160,7 @@ def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str,
             return  # the parent closed its end or died: nothing more will come
         if isinstance(request, Setup):  # a new task
             runner = None  # the old task's inputs are freed before the new one's are made
-            runner, message = _ready(request)
+            runner, message = ready(request)
             conn.send(message)
             if runner is None:
                 return
@@ -168,7 +174,7 @@ def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str,
         except BaselineError as e:
             conn.send((Outcome.BASELINE_ERROR, str(e)))
         except Exception as e:
-            outcome = _classify(e)
+            outcome = classify(e)
             conn.send((outcome, f"{type(e).__name__}: {str(e).strip()[:2000]}"))
             if outcome is Outcome.CRASHED:
                 os._exit(3)  # the CUDA context is poisoned: never reuse it

@@ -14,7 +14,9 @@ class TaskRef:
 
     `module` (a dotted name) is used when the kernel lives in an importable package, so its
     relative imports work; else `file` is imported by path. `call` (a drop-in `CallSite`)
-    builds the task from the named autotuned kernel and one call's details.
+    builds the task from the named autotuned kernel and one call's details. `local` is the
+    object itself, for a kernel no worker can import: it is tuned in this process
+    (`local.LocalWorker`), and the ref is never sent to a worker.
     """
 
     file: str
@@ -22,6 +24,7 @@ class TaskRef:
     inputs: Any = None  # optional picklable callable(seed, device) replacing make_inputs
     module: str | None = None
     call: Any = None
+    local: Any = None
 
 
 @dataclass(frozen=True)
