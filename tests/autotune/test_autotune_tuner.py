@@ -204,3 +204,18 @@ def _trials(path):
             return db.execute("SELECT status FROM trials").fetchall()
         except sqlite3.OperationalError:  # the store file exists, its tables not yet
             return []
+
+
+def test_a_baseline_that_cannot_run_here_gives_way_to_the_next(tmp_path):
+    from tests.kernels import judge_kernels as jk
+
+    tuner = Tuner(jk.ODD_BASELINE, TaskRef(str(KERNELS / "judge_kernels.py"), "ODD_BASELINE"),
+                  policy=builtin(), store=Store(tmp_path / "s.sqlite"))
+    assert tuner.baseline["BLOCK"] == 48  # the space default: no rule excludes it
+    result = tuner.run()
+    assert result.best["BLOCK"] in (32, 64)
+    assert any("could not run here: the baseline config BLOCK=48 raised" in n
+               for n in result.notes), result.notes
+    assert "BLOCK=32" in result.compared_with
+    by_block = {t.config["BLOCK"]: t.status for t in result.trials}
+    assert by_block[48] == "compile_error" and by_block[64] == "ok"

@@ -223,3 +223,22 @@ def half_sums_inputs(seed: int, device: str) -> dict:
 HALF_SUMS = Task(name="half_sums", kernel=half_sums,
                  space=Space(parameters={"BLOCK": _choice(16, 32, 64), "WRONG": _choice(0, 1)}),
                  grid=(8,), make_inputs=half_sums_inputs, outputs=("y_ptr",))
+
+
+@triton.jit
+def odd_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """A copy whose BLOCK=48 cannot be built (tl.arange needs a power of two)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def odd_copy_inputs(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(N, generator=g).to(device),
+            "y_ptr": torch.empty(N, device=device), "n": N}
+
+
+ODD_BASELINE = Task(name="odd_copy", kernel=odd_copy,
+                    space=Space(parameters={"BLOCK": _choice(48, 32, 64)}),
+                    grid=lambda meta: (triton.cdiv(N, meta["BLOCK"]),),
+                    make_inputs=odd_copy_inputs, outputs=("y_ptr",))

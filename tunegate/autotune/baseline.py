@@ -20,7 +20,7 @@ from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import Trial
 
-__all__ = ["allowed_baseline", "baseline_config", "outvoted"]
+__all__ = ["allowed_baselines", "baseline_config", "outvoted"]
 
 
 def baseline_config(space: Space, binding: Binding | None = None) -> Config:
@@ -44,24 +44,21 @@ def baseline_config(space: Space, binding: Binding | None = None) -> Config:
     return space.validate_config(values)
 
 
-def allowed_baseline(region: Region, points: Iterable[Config] | None = None
-                     ) -> tuple[Config | None, str | None]:
-    """The baseline for a run gated by `region`, and a note when it is not the usual one.
+def allowed_baselines(region: Region, points: Iterable[Config] | None = None, most: int = 4
+                      ) -> tuple[list[Config], str | None]:
+    """Up to `most` baselines for a run gated by `region`, the first to use and the others in
+    case it cannot run here, and a note when the first is not the usual one.
 
-    The usual baseline (`baseline_config`) if the region holds it; else, among `points` (a
-    config list) or the region's configs, the allowed one that turns on the fewest features
-    and differs least from it (not an experimental one, unless nothing else is left). None if
-    the region holds no config at all.
+    The usual baseline (`baseline_config`) comes first if the region holds it. The others come
+    from `points` (a config list) or the region's configs: allowed ones that turn on the
+    fewest features and differ least from it (experimental ones last). Empty if the region
+    holds no config at all.
     """
     usual = baseline_config(region.space, region.binding)
-    if region.contains(usual):
-        return usual, None
     pool = list(points) if points is not None else [
         *region.neighbors(usual), *itertools.islice(region.configs(), 512)]
-    verdicts = [region.verdict(c) for c in dict.fromkeys(pool)]
+    verdicts = [region.verdict(c) for c in dict.fromkeys(pool) if c != usual]
     verdicts = [v for v in verdicts if not v.excluded]
-    if not verdicts:
-        return None, None
 
     def rank(i: int) -> tuple[int, int, int, int]:
         v = verdicts[i]
@@ -69,11 +66,16 @@ def allowed_baseline(region: Region, points: Iterable[Config] | None = None
         apart = sum(1 for n in usual if v.config.get(n) != usual[n])
         return (v.status == "experimental", on, apart, i)
 
-    chosen = verdicts[min(range(len(verdicts)), key=rank)]
+    ranked = [verdicts[i] for i in sorted(range(len(verdicts)), key=rank)]
+    if region.contains(usual):
+        return [usual, *(v.config for v in ranked)][:most], None
+    if not ranked:
+        return [], None
+    chosen = ranked[0]
     rules = ", ".join(m.rule for m in region.verdict(usual).matched)
-    return chosen.config, (f"the usual baseline config {usual.text()} is excluded here "
-                           f"({rules}); results are compared with {chosen.config.text()}, "
-                           f"the {chosen.status} config closest to it")
+    return [v.config for v in ranked][:most], (
+        f"the usual baseline config {usual.text()} is excluded here ({rules}); results are "
+        f"compared with {chosen.config.text()}, the {chosen.status} config closest to it")
 
 
 def _drives_on(drivers: list[Driver], values: dict[str, Any], name: str, value: Any) -> bool:

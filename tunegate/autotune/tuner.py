@@ -17,7 +17,7 @@ from ..policy import Environment, KernelTraits, Policy, Region, detect_environme
     detect_traits
 from ..policy.verdict import match_rule
 from ..space.space import Config
-from .baseline import allowed_baseline, baseline_config, outvoted
+from .baseline import allowed_baselines, baseline_config, outvoted
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
@@ -94,12 +94,14 @@ class Tuner:
                 self._early_pool.close()
             raise
         self.policy_fingerprint = self.policy.fingerprint()
-        self.baseline, baseline_note = (None, None) if task.reference is not None else \
-            allowed_baseline(self.region, task.configs)
+        baselines, baseline_note = ([], None) if task.reference is not None else \
+            allowed_baselines(self.region, task.configs)
         if baseline_note is not None:
             self.ledger.notes.append(baseline_note)
-        self.compared_with = "the reference function" if self.baseline is None else (
-            f"the baseline config {self.baseline.text()}, not ground truth")
+        self.baseline: Config | None = baselines[0] if baselines else None
+        self._other_baselines = baselines[1:]  # tried in turn where the baseline cannot run
+        self.compared_with = ""
+        self._compare_with(self.baseline)
 
     @property
     def trials(self) -> list[Trial]:
@@ -220,17 +222,37 @@ class Tuner:
         return self.sizing.pool(self.ref, seed=self.seed, baseline=baseline,
                                 deterministic=self.deterministic)
 
+    def _compare_with(self, baseline: Config | None) -> None:
+        self.baseline = baseline
+        self.compared_with = "the reference function" if baseline is None else (
+            f"the baseline config {baseline.text()}, not ground truth")
+
     def _start(self, first_only: bool) -> WorkerPool:
         """The pool, started: only the first run worker when a stored best may be reused
-        (its re-check needs no more), every worker at once otherwise."""
+        (its re-check needs no more), every worker at once otherwise. A baseline config that
+        cannot run here (out of resources on this GPU, say) gives way to the next one."""
+        while True:
+            try:
+                return self._start_with(first_only)
+            except BaselineFailed as e:
+                if self.task.reference is not None or not self._other_baselines:
+                    raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: "
+                                    f"{e}") from None
+                nxt = self._other_baselines.pop(0)
+                self.ledger.notes.append(
+                    f"the baseline config could not run here: {str(e).splitlines()[0][:300]}; "
+                    f"results are compared with {nxt.text()} instead")
+                self._compare_with(nxt)
+
+    def _start_with(self, first_only: bool) -> WorkerPool:
         pool, self._early_pool = self._early_pool or self._make_pool(self.baseline), None
         try:
             if first_only and self.reusable:
                 pool.start_first()
             else:
                 pool.start()
-        except BaselineFailed as e:
-            raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: {e}") from None
+        except BaselineFailed:
+            raise  # the pool closed itself (WorkerPool._wait)
         except WorkerSetupError as e:
             raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
         except BaseException:
