@@ -198,3 +198,15 @@ def test_a_kernel_defined_inside_a_function_is_tuned_and_checked_in_this_process
     wrong = [t for t in result.trials if t.config["SKIP"] == 1]
     assert wrong and all(t.status == "wrong" for t in wrong)
     assert any("tuned in this process" in r.getMessage() for r in caplog.records)
+
+
+def test_a_reference_no_worker_can_be_sent_is_used_in_this_process(caplog):
+    """A lambda `reference=` does not pickle: the call is tuned here, checked against it."""
+    from tests.kernels import dropin_scale as mod
+
+    caplog.set_level(logging.INFO, logger="tunegate")
+    x = torch.randn(100)
+    assert torch.equal(mod.double_checked(x), 2 * x)
+    result = mod.scale_with_lambda.last_result
+    assert result is not None and result.compared_with == "the reference function"
+    assert any("cannot be sent to a worker process" in r.getMessage() for r in caplog.records)

@@ -16,8 +16,10 @@ import atexit
 import copy
 import logging
 import os
+import pickle
 import sys
 import tempfile
+from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 import triton
@@ -57,6 +59,18 @@ _GIVE_A_REFERENCE = (
     "(`tunegate policy explain` shows a config's fields)")
 
 _SCRATCH: dict[str, Store] = {}
+
+
+def _unpicklable(call: CallSite, inputs: CallerData) -> str:
+    """Why a worker cannot be sent this call (a lambda reference, an argument that does not
+    pickle), or "" if it can. The tensors' host copies always pickle and are not tried."""
+    for what, value in (("the call's options", call), ("its non-tensor arguments",
+                                                      inputs.template)):
+        try:
+            pickle.dumps(value)
+        except Exception as e:  # PicklingError, TypeError, AttributeError: all say the same
+            return f"{what} cannot be sent to a worker process: {type(e).__name__}: {e}"
+    return ""
 
 
 def _scratch_store() -> Store:
@@ -202,14 +216,8 @@ class Autotuner(TritonAutotuner):
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
               pruned: list[Any], listed: Configs, traits: Any) -> TuneResult:
         ref, depth, why = locate(self)
-        local = None
-        if ref is None:  # as Triton's autotuner would: tuned here, without isolation
-            log.info("%s is tuned in this process, not in isolated workers (%s): a config that "
-                     "hangs or crashes does so in the program, as under triton.autotune",
-                     self.base_fn.__name__, why)
-            ref, depth, local = TaskRef("", self.base_fn.__name__), 0, self
-        elif ref.module is None:  # workers import the file: its top level runs in each
-            require_main_guard(ref.file, f"tuning {self.base_fn.__name__}")
+        if ref is not None and ref.module is None:  # workers import the file: its top level
+            require_main_guard(ref.file, f"tuning {self.base_fn.__name__}")  # runs in each
         call_kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         launch = {k: v for k, v in call_kwargs.items() if k in CALL_LAUNCH_OPTIONS}
         bound = {**self.nargs, **{k: v for k, v in call_kwargs.items() if k not in launch}}
@@ -226,7 +234,16 @@ class Autotuner(TritonAutotuner):
                         tolerances=self.tolerances, reference=self.reference)
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
         inputs = CallerData(bound, seed=self.options.get("seed", 0))
-        ref = TaskRef(ref.file, ref.name, inputs, module=ref.module, call=call, local=local)
+        why = why or _unpicklable(call, inputs)
+        if why:  # as Triton's autotuner would: tuned here, without isolation
+            log.info("%s is tuned in this process, not in isolated workers (%s): a config that "
+                     "hangs or crashes does so in the program, as under triton.autotune",
+                     self.base_fn.__name__, why)
+            ref = TaskRef("", self.base_fn.__name__, inputs, call=replace(call, depth=0),
+                          local=self)
+        else:
+            assert ref is not None
+            ref = TaskRef(ref.file, ref.name, inputs, module=ref.module, call=call)
         policy, env = self._gate()
         options = {k: v for k, v in self.options.items() if k not in ("policy", "env")}
         budget = options.pop("budget", len(pruned))
