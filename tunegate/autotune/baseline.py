@@ -16,11 +16,12 @@ from ..outcome import Outcome
 from ..policy.binding import Binding, Driver, bind
 from ..policy.predicate import MISSING
 from ..policy.region import Region
+from ..policy.verdict import Verdict
 from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import Trial
 
-__all__ = ["allowed_baselines", "baseline_config", "outvoted"]
+__all__ = ["allowed_baseline", "alternatives", "baseline_config", "outvoted"]
 
 
 def baseline_config(space: Space, binding: Binding | None = None) -> Config:
@@ -44,38 +45,40 @@ def baseline_config(space: Space, binding: Binding | None = None) -> Config:
     return space.validate_config(values)
 
 
-def allowed_baselines(region: Region, points: Iterable[Config] | None = None, most: int = 4
-                      ) -> tuple[list[Config], str | None]:
-    """Up to `most` baselines for a run gated by `region`, the first to use and the others in
-    case it cannot run here, and a note when the first is not the usual one.
+def allowed_baseline(region: Region, points: Iterable[Config] | None = None
+                     ) -> tuple[Config | None, str | None]:
+    """The baseline for a run gated by `region`, and a note when it is not the usual one: the
+    usual baseline (`baseline_config`) if the region holds it, else the first of
+    `alternatives`. None if the region holds no config at all."""
+    usual = baseline_config(region.space, region.binding)
+    if region.contains(usual):
+        return usual, None
+    ranked = alternatives(region, points)
+    if not ranked:
+        return None, None
+    rules = ", ".join(m.rule for m in region.verdict(usual).matched)
+    return ranked[0].config, (
+        f"the usual baseline config {usual.text()} is excluded here ({rules}); results are "
+        f"compared with {ranked[0].config.text()}, the {ranked[0].status} config closest to it")
 
-    The usual baseline (`baseline_config`) comes first if the region holds it. The others come
-    from `points` (a config list) or the region's configs: allowed ones that turn on the
-    fewest features and differ least from it (experimental ones last). Empty if the region
-    holds no config at all.
-    """
+
+def alternatives(region: Region, points: Iterable[Config] | None = None) -> list[Verdict]:
+    """The allowed configs other than the usual baseline, from `points` (a config list) or the
+    region's configs, best baseline first: fewest features on, then fewest values apart from
+    the usual baseline; experimental ones after every allowed one."""
     usual = baseline_config(region.space, region.binding)
     pool = list(points) if points is not None else [
         *region.neighbors(usual), *itertools.islice(region.configs(), 512)]
-    verdicts = [region.verdict(c) for c in dict.fromkeys(pool) if c != usual]
-    verdicts = [v for v in verdicts if not v.excluded]
+    verdicts = [v for v in (region.verdict(c) for c in dict.fromkeys(pool) if c != usual)
+                if not v.excluded]
 
-    def rank(i: int) -> tuple[int, int, int, int]:
+    def rank(i: int) -> tuple[bool, int, int, int]:
         v = verdicts[i]
         on = sum(1 for value in v.features_used.values() if value)
         apart = sum(1 for n in usual if v.config.get(n) != usual[n])
         return (v.status == "experimental", on, apart, i)
 
-    ranked = [verdicts[i] for i in sorted(range(len(verdicts)), key=rank)]
-    if region.contains(usual):
-        return [usual, *(v.config for v in ranked)][:most], None
-    if not ranked:
-        return [], None
-    chosen = ranked[0]
-    rules = ", ".join(m.rule for m in region.verdict(usual).matched)
-    return [v.config for v in ranked][:most], (
-        f"the usual baseline config {usual.text()} is excluded here ({rules}); results are "
-        f"compared with {chosen.config.text()}, the {chosen.status} config closest to it")
+    return [verdicts[i] for i in sorted(range(len(verdicts)), key=rank)]
 
 
 def _drives_on(drivers: list[Driver], values: dict[str, Any], name: str, value: Any) -> bool:

@@ -17,7 +17,7 @@ from ..policy import Environment, KernelTraits, Policy, Region, detect_environme
     detect_traits
 from ..policy.verdict import match_rule
 from ..space.space import Config
-from .baseline import allowed_baselines, baseline_config, outvoted
+from .baseline import allowed_baseline, alternatives, baseline_config, outvoted
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
@@ -34,6 +34,8 @@ from .winner import no_winner, stressed_winner, winner
 from .worker import BaselineFailed, TaskRef, Worker, WorkerSetupError
 
 __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"]
+
+MAX_BASELINES = 4  # baselines tried before a run without a reference gives up: the usual + 3
 
 
 class Tuner:
@@ -94,14 +96,14 @@ class Tuner:
                 self._early_pool.close()
             raise
         self.policy_fingerprint = self.policy.fingerprint()
-        baselines, baseline_note = ([], None) if task.reference is not None else \
-            allowed_baselines(self.region, task.configs)
+        baseline, baseline_note = (None, None) if task.reference is not None else \
+            allowed_baseline(self.region, task.configs)
         if baseline_note is not None:
             self.ledger.notes.append(baseline_note)
-        self.baseline: Config | None = baselines[0] if baselines else None
-        self._other_baselines = baselines[1:]  # tried in turn where the baseline cannot run
+        self.baseline: Config | None = None
         self.compared_with = ""
-        self._compare_with(self.baseline)
+        self._compare_with(baseline)
+        self._failed_baselines: list[Config] = []  # that could not run here
 
     @property
     def trials(self) -> list[Trial]:
@@ -235,14 +237,24 @@ class Tuner:
             try:
                 return self._start_with(first_only)
             except BaselineFailed as e:
-                if self.task.reference is not None or not self._other_baselines:
+                nxt = self._next_baseline()
+                if nxt is None:
                     raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: "
                                     f"{e}") from None
-                nxt = self._other_baselines.pop(0)
                 self.ledger.notes.append(
                     f"the baseline config could not run here: {str(e).splitlines()[0][:300]}; "
                     f"results are compared with {nxt.text()} instead")
                 self._compare_with(nxt)
+
+    def _next_baseline(self) -> Config | None:
+        """After the baseline failed to run: the next alternative, up to MAX_BASELINES."""
+        if self.baseline is None:  # a reference failed: nothing stands in for it
+            return None
+        self._failed_baselines.append(self.baseline)
+        if len(self._failed_baselines) >= MAX_BASELINES:
+            return None
+        return next((v.config for v in alternatives(self.region, self.task.configs)
+                     if v.config not in self._failed_baselines), None)
 
     def _start_with(self, first_only: bool) -> WorkerPool:
         pool, self._early_pool = self._early_pool or self._make_pool(self.baseline), None
