@@ -62,6 +62,19 @@ def write_policy(tmp_path: Path):
 
 
 @pytest.fixture
+def rules_policy(write_policy):
+    """A Policy of just the given rules, each (id, action, match); title and reason filler."""
+    from tunegate.policy import Policy
+
+    def make(*rules: tuple[str, str, str]) -> Policy:
+        text = "schema = 1\n" + "".join(
+            f'[[rule]]\nid = "{i}"\ntitle = "t"\naction = "{a}"\nmatch = "{m}"\nreason = "r"\n'
+            for i, a, m in rules)
+        return Policy.from_files(write_policy(text, f"rules-{rules[0][0]}.toml"))
+    return make
+
+
+@pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run from an empty folder with no project policy and no $TUNEGATE_POLICY."""
     monkeypatch.chdir(tmp_path)

@@ -50,28 +50,15 @@ def test_without_the_kernel_only_declared_features_count():
 
 
 def test_an_excluded_baseline_gives_way_to_allowed_configs_before_experimental_ones(
-        write_policy):
+        rules_policy):
     from tunegate.autotune.baseline import allowed_baseline, alternatives
 
     space = Space(parameters={
         "BLOCK": Parameter(domain=Choice(choices=(32, 64), default=32)),
         "STAGES": Parameter(domain=IntRange(low=1, high=3, default=1),
                             features=("range_num_stages",))})
-    policy = Policy.from_files(write_policy('''
-        schema = 1
-        [[rule]]
-        id = "no-single-stage"
-        title = "t"
-        action = "disable"
-        match = "STAGES == 1"
-        reason = "r"
-        [[rule]]
-        id = "check-two-stages"
-        title = "t"
-        action = "experimental"
-        match = "STAGES == 2"
-        reason = "r"
-        '''))
+    policy = rules_policy(("no-single-stage", "disable", "STAGES == 1"),
+                          ("check-two-stages", "experimental", "STAGES == 2"))
     region = policy.gate(space, detect_environment(probe_device=False), None)
     chosen, note = allowed_baseline(region)
     assert (chosen["BLOCK"], chosen["STAGES"]) == (32, 3)  # allowed beats experimental

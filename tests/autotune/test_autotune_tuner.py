@@ -81,33 +81,24 @@ def test_hang_and_build_failure_cost_one_config_each(tmp_path):
     assert timeout.reason.kind == "timeout" and "killed" in timeout.reason.summary
 
 
-def _copy_tuner(tmp_path, write_policy, rule: str, match: str) -> Tuner:
-    """The chunked copy's tuner (no reference) under one disabling rule of the user's."""
+def _copy_tuner(tmp_path, policy) -> Tuner:
+    """The chunked copy's tuner (no reference) under `policy`."""
     from tests.kernels import pipelined_copy
 
-    policy = Policy.from_files(write_policy(f'''
-        schema = 1
-        [[rule]]
-        id = "{rule}"
-        title = "t"
-        action = "disable"
-        match = "{match}"
-        reason = "r"
-        '''))
     return Tuner(pipelined_copy.TASK, TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK"),
                  policy=policy, store=Store(tmp_path / "s.sqlite"), budget=Budget(configs=2))
 
 
-def test_an_excluded_baseline_gives_way_to_the_closest_allowed_config(tmp_path, write_policy):
-    tuner = _copy_tuner(tmp_path, write_policy, "no-single-stage", "STAGES == 1")
+def test_an_excluded_baseline_gives_way_to_the_closest_allowed_config(tmp_path, rules_policy):
+    tuner = _copy_tuner(tmp_path, rules_policy(("no-single-stage", "disable", "STAGES == 1")))
     assert tuner.baseline["STAGES"] == 2  # the fewest stages left, the default block
     result = tuner.run()
     assert result.best["STAGES"] > 1
     assert any("usual baseline config" in n and "no-single-stage" in n for n in result.notes)
 
 
-def test_a_policy_that_excludes_every_config_is_a_clear_error(tmp_path, write_policy):
-    tuner = _copy_tuner(tmp_path, write_policy, "no-copy", "BLOCK >= 1")
+def test_a_policy_that_excludes_every_config_is_a_clear_error(tmp_path, rules_policy):
+    tuner = _copy_tuner(tmp_path, rules_policy(("no-copy", "disable", "BLOCK >= 1")))
     with pytest.raises(TuneError, match="every candidate config of chunked_copy is excluded"):
         tuner.run()
 
