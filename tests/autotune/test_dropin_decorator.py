@@ -210,3 +210,18 @@ def test_a_reference_no_worker_can_be_sent_is_used_in_this_process(caplog):
     result = mod.scale_with_lambda.last_result
     assert result is not None and result.compared_with == "the reference function"
     assert any("cannot be sent to a worker process" in r.getMessage() for r in caplog.records)
+
+
+def test_a_kernel_module_no_worker_can_import_is_tuned_in_this_process(monkeypatch):
+    """The worker's import fails (the module needs this process's state): tuned here."""
+    import builtins
+
+    monkeypatch.setattr(builtins, "_tunegate_test_parent", True, raising=False)
+    from tests.kernels import parent_only as mod
+
+    x = torch.randn(100)
+    assert torch.equal(mod.negate(x), -x)
+    result = mod.negate_kernel.last_result
+    assert result is not None and result.best is not None
+    assert any("no worker process could load negate_kernel" in n and "in this process" in n
+               for n in result.notes), result.notes

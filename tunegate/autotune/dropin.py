@@ -19,7 +19,6 @@ import os
 import pickle
 import sys
 import tempfile
-from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 import triton
@@ -239,8 +238,7 @@ class Autotuner(TritonAutotuner):
             log.info("%s is tuned in this process, not in isolated workers (%s): a config that "
                      "hangs or crashes does so in the program, as under triton.autotune",
                      self.base_fn.__name__, why)
-            ref = TaskRef("", self.base_fn.__name__, inputs, call=replace(call, depth=0),
-                          local=self)
+            ref = TaskRef("", self.base_fn.__name__, inputs, call=call).here(self)
         else:
             assert ref is not None
             ref = TaskRef(ref.file, ref.name, inputs, module=ref.module, call=call)
@@ -252,7 +250,7 @@ class Autotuner(TritonAutotuner):
             options["store"] = open_store(options["store"])
         tuner = Tuner(make_task(self, call, pruned), ref, policy=policy, env=env, traits=traits,
                       budget=budget if isinstance(budget, Budget) else Budget(configs=budget),
-                      **options)
+                      here=self, **options)
         try:
             result = tuner.run()
         finally:  # why each config lost, also when none is left

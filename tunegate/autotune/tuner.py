@@ -9,6 +9,7 @@ same task fingerprint, problem, environment and code-generation variables.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any, Callable
@@ -35,6 +36,8 @@ from .worker import BaselineFailed, TaskRef, Worker, WorkerSetupError
 
 __all__ = ["Budget", "TuneError", "TuneResult", "Trial", "Tuner", "baseline_config"]
 
+log = logging.getLogger(__name__)
+
 MAX_BASELINES = 4  # baselines tried before a run without a reference gives up: the usual + 3
 
 
@@ -51,6 +54,9 @@ class Tuner:
     `search.CONTENDERS`) with the full measurement; off, every candidate gets the full one.
     `traits` are the kernel's, with the problem facts of the call being tuned where the caller
     has them (the drop-in); by default they are read from the kernel and the task's inputs.
+    `here` is the live object the task is made from (the drop-in's autotuner): should no
+    worker process load the task (an import that works only in this process), it is tuned in
+    this process instead (`local.LocalWorker`).
     """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
@@ -60,9 +66,9 @@ class Tuner:
                  stress: StressCheck = StressCheck(), retune: bool = False,
                  recheck_reused: bool = True, devices: int | None = None,
                  staged_timing: bool = True, rechecked: Rechecked | None = None,
-                 traits: KernelTraits | None = None,
+                 traits: KernelTraits | None = None, here: Any = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
-        self.task, self.ref = task, ref
+        self.task, self.ref, self.here = task, ref, here
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.staged_timing = staged_timing
@@ -245,6 +251,14 @@ class Tuner:
                     f"the baseline config could not run here: {str(e).splitlines()[0][:300]}; "
                     f"results are compared with {nxt.text()} instead")
                 self._compare_with(nxt)
+            except WorkerSetupError as e:
+                if self.here is None or self.ref.local is not None:
+                    raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
+                self.ledger.notes.append(
+                    f"no worker process could load {self.task.name} "
+                    f"({str(e).splitlines()[0][:300]}); it is tuned in this process instead")
+                log.info("%s: %s", self.task.name, self.ledger.notes[-1])
+                self.ref = self.ref.here(self.here)
 
     def _next_baseline(self) -> Config | None:
         """After the baseline failed to run: the next alternative, up to MAX_BASELINES."""
@@ -263,10 +277,8 @@ class Tuner:
                 pool.start_first()
             else:
                 pool.start()
-        except BaselineFailed:
+        except WorkerSetupError:
             raise  # the pool closed itself (WorkerPool._wait)
-        except WorkerSetupError as e:
-            raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
         except BaseException:
             pool.close()
             raise

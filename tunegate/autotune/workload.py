@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["Setup", "TaskRef"]
@@ -25,6 +25,12 @@ class TaskRef:
     module: str | None = None
     call: Any = None
     local: Any = None
+
+    def here(self, obj: Any) -> "TaskRef":
+        """This ref, its task made in this process from `obj` itself (the outermost object
+        of the `.fn` chain that `call` walks), for a `LocalWorker`."""
+        call = replace(self.call, depth=0) if self.call is not None else None
+        return replace(self, call=call, local=obj)
 
 
 @dataclass(frozen=True)
