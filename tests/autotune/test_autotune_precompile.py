@@ -79,3 +79,50 @@ def test_the_launch_on_the_gpu_loads_the_precompiled_binary(tmp_path):
     # first launch of a process with a fresh cache still builds Triton's own launcher and
     # driver helpers, which are cache entries of their own and hold no kernel.)
     assert {p: p.stat().st_mtime_ns for p in cache.glob("*/chunked_copy*")} == kernel_files
+
+
+# A drop-in call's configs, compiled ahead from the dtypes of the call's tensors alone (what a
+# compile worker is sent), and from the tensors themselves: the same cache entries, i.e. the
+# ones the launch looks up (see the GPU test above for that link).
+DROPIN = """
+import json, sys, torch
+from tests.kernels.dropin_scale import scale_kernel
+from tunegate.autotune.callsite import CallSite, Configs, make_task
+from tunegate.autotune.inputs import CallerData
+from tunegate.autotune.precompile import TaskCompiler, gpu_target, precompile
+x = torch.randn(100); y = torch.empty(100)
+bound = {"x_ptr": x, "y_ptr": y, "n": 100}
+configs = list(scale_kernel.configs)
+listed = Configs(configs, {})
+if sys.argv[1] == "ahead":
+    compiled = {p.key(): c.all_kwargs() for p, c in zip(listed.points, configs)}
+    call = CallSite(depth=0, problem="p", entries=tuple(range(len(configs))), grids={},
+                    launch={}, outputs=("y_ptr",), compiled=compiled)
+    compiler = TaskCompiler(make_task(scale_kernel, call, configs), seed=0,
+                            inputs=CallerData(bound, seed=0).specs())
+    print(json.dumps([compiler.compile(p, "cuda:90:32") for p in listed.points]))
+else:
+    print(json.dumps([precompile(scale_kernel.fn, bound, c.all_kwargs(), gpu_target((9, 0))).hash
+                      for c in configs]))
+"""
+
+
+def test_a_dropin_call_compiles_ahead_from_its_tensors_dtypes_alone(tmp_path):
+    run_python(DROPIN, tmp_path / "ahead", "ahead")
+    run_python(DROPIN, tmp_path / "real", "real")
+    assert len(entries(tmp_path / "ahead")) == 3
+    assert entries(tmp_path / "ahead") == entries(tmp_path / "real")
+
+
+@pytest.mark.gpu
+def test_the_dropin_compiles_its_configs_ahead_in_compile_workers():
+    import torch
+
+    from tests.kernels import dropin_scale as mod
+
+    x = torch.randn(4096, device="cuda")
+    assert torch.equal(mod.double(x), 2 * x)
+    result = mod.scale_kernel.last_result
+    assert result is not None and result.compile_seconds > 0, result
+    assert not any("compile" in n and ("could not" in n or "first launch" in n)
+                   for n in result.notes), result.notes

@@ -23,8 +23,10 @@ class CallSite:
     """What a worker needs, besides the module it re-imports, to launch one call's configs.
 
     The grid (often a lambda over local sizes) is evaluated here, per config, because a worker
-    cannot import a closure. `entries` are indices into the autotuner's `configs`, or
-    (picklable) configs that pruning made.
+    cannot import a closure; so are the keyword arguments each config's launch gives the jit
+    function (`compiled`: what a compile worker needs to compile it ahead, without the call's
+    tensors). `entries` are indices into the autotuner's `configs`, or (picklable) configs that
+    pruning made.
     """
 
     depth: int
@@ -36,6 +38,7 @@ class CallSite:
     features: dict[str, str] = field(default_factory=dict)
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     reference: Callable[..., Any] | None = None
+    compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def task(self, obj: Any) -> Task:
         """The task of the autotuner `depth` steps down `obj` (re-imported by the worker)."""
@@ -109,6 +112,8 @@ def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) ->
                 configs=listed.points, grid=(1,), make_inputs=_no_inputs, outputs=call.outputs,
                 reference=call.reference, launch=launch, tolerances=call.tolerances,
                 key=lambda _args: call.problem, restore_value=tuple(tuner.restore_value),
+                compile_kwargs=(lambda point: call.compiled[point.key()]) if call.compiled
+                else None,
                 reset_to_zero=reset, do_bench=getattr(tuner, "_do_bench", None))
 
 

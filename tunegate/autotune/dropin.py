@@ -224,12 +224,17 @@ class Autotuner(TritonAutotuner):
                         for p in pruned)
         candidates = [*listed.points,
                       baseline_config(listed.space, bind(listed.space, traits))]
-        grids = {p.key(): self._grid(kwargs["grid"], bound, launch, listed.triton_config(p))
-                 for p in candidates}
+        launched = {p.key(): self._launched(kwargs["grid"], bound, launch,
+                                            listed.triton_config(p)) for p in candidates}
+        grids = {k: grid for k, (grid, _) in launched.items()}
+        compiled = {k: kw for k, (_, kw) in launched.items()}
+        if not all(isinstance(v, (int, float, bool, str, type(None)))
+                   for kw in compiled.values() for v in kw.values()):
+            compiled = {}  # a heuristic made an object: such configs compile at their launch
         outputs = self.outputs if self.outputs is not None else tuple(
             n for n in stored_arguments(self) if hasattr(bound.get(n), "dtype"))
         call = CallSite(depth=depth, problem=problem(self, key, pruned), entries=entries,
-                        grids=grids, launch=launch, outputs=outputs, features=self.features,
+                        grids=grids, compiled=compiled, launch=launch, outputs=outputs, features=self.features,
                         tolerances=self.tolerances, reference=self.reference)
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
         inputs = CallerData(bound, seed=self.options.get("seed", 0))
@@ -262,18 +267,18 @@ class Autotuner(TritonAutotuner):
         assert result.best is not None
         return result
 
-    def _grid(self, grid: Any, bound: Args, launch: dict[str, Any],
-              config: Any) -> tuple[int, ...]:
-        """The launch grid for one config, with inner heuristics applied as Triton would."""
-        if not callable(grid):
-            return tuple(grid)
-        meta = {**bound, **launch, **config.all_kwargs()}
+    def _launched(self, grid: Any, bound: Args, launch: dict[str, Any], config: Any
+                  ) -> tuple[tuple[int, ...], dict[str, Any]]:
+        """One config's launch grid, and the keyword arguments the jit function gets (launch
+        options, the config's values, what inner heuristics add), as Triton works them out."""
+        kwargs = {**launch, **config.all_kwargs()}
+        meta = {**bound, **kwargs}
         try:
             for link in chain(self.fn):
                 if isinstance(link, Heuristics):
                     for name, heuristic in link.values.items():
-                        meta[name] = heuristic(meta)
-            return tuple(int(g) for g in grid(meta))
+                        meta[name] = kwargs[name] = heuristic(meta)
+            return (tuple(int(g) for g in grid(meta)) if callable(grid) else tuple(grid)), kwargs
         except Exception as e:  # the user's grid or heuristic: name the config it failed on
             raise TuneError(f"the launch grid of {self.base_fn.__name__} failed for config "
                             f"{config}: {type(e).__name__}: {e}") from e

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["CallerData"]
+__all__ = ["CallerData", "CallerSpecs"]
 
 Args = dict[str, Any]
 
@@ -61,6 +61,11 @@ class CallerData:
             self.template[name] = _Layout(seen[where], tuple(value.shape), tuple(value.stride()),
                                           value.storage_offset())
 
+    def specs(self) -> "CallerSpecs":
+        """The arguments as a compile worker sees them: dtypes and values, no contents."""
+        return CallerSpecs({name: _Spec(str(self.storages[e.storage].dtype).removeprefix("torch."))
+                            if isinstance(e, _Layout) else e for name, e in self.template.items()})
+
     def __call__(self, seed: int, device: str) -> Args:
         gen = torch.Generator().manual_seed(seed)
         storages = [self._storage(flat, seed, gen, device) for flat in self.storages]
@@ -79,3 +84,22 @@ class CallerData:
         info = torch.finfo(flat.dtype)
         moved = (exact * scale).clamp_(info.min, info.max).where(exact.isfinite(), exact)
         return moved.to(dtype=flat.dtype).to(device)
+
+
+class CallerSpecs:
+    """What a compile worker needs of a call's arguments: each tensor's dtype (as a
+    `TensorSpec`) and the other values, without the tensors' contents (`CallerData.specs`)."""
+
+    def __init__(self, template: dict[str, Any]) -> None:
+        self.template = template
+
+    def __call__(self, seed: int, device: str) -> Args:
+        from .precompile import TensorSpec
+
+        return {name: TensorSpec(v.dtype) if isinstance(v, _Spec) else v
+                for name, v in self.template.items()}
+
+
+@dataclass(frozen=True)
+class _Spec:
+    dtype: str  # torch's name without "torch."

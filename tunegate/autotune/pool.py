@@ -134,6 +134,7 @@ class WorkerPool:
                  deterministic: bool, devices: int = 1, gpu: bool = False,
                  setup_timeout: float = 600.0, precompile: bool = False) -> None:
         self.setup = Setup(ref, seed, baseline_json, deterministic)
+        self._compile_setup = Setup(ref.compiling(), seed, baseline_json, deterministic)
         if ref.local is not None:  # tuned in this process: one run worker, no compile workers
             devices, compilers = 1, 0
         self.identity = _steering()
@@ -158,17 +159,17 @@ class WorkerPool:
 
     def _take(self, role: str, env: dict[str, str]) -> Worker | LocalWorker:
         """A kept worker of this role and device, re-tasked; else a new one, launched."""
-        if self.setup.ref.local is not None:
-            return LocalWorker(self.setup, self.setup_timeout)
+        s = self._compile_setup if role == "compile" else self.setup
+        if s.ref.local is not None:
+            return LocalWorker(s, self.setup_timeout)
         kept = _IDLE.get((self.identity, role), [])
         for w in kept:
-            if w.env == env and w.alive() and _can_load(w, self.setup.ref):
+            if w.env == env and w.alive() and _can_load(w, s.ref):
                 kept.remove(w)
                 w.setup_timeout = self.setup_timeout
-                w.retask(self.setup)
+                w.retask(s)
                 self.reused += 1
                 return w
-        s = self.setup
         w = Worker(s.ref, seed=s.seed, baseline_json=s.baseline_json,
                    deterministic=s.deterministic, setup_timeout=self.setup_timeout, env=env)
         w.launch()

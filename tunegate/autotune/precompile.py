@@ -150,7 +150,7 @@ class TaskCompiler:
     kind = "compile"
 
     def __init__(self, task: Any, *, seed: int, inputs: Any) -> None:
-        if task.launch is not None:
+        if task.launch is not None and task.compile_kwargs is None:
             raise PrecompileError(f"{task.name} launches through its own function: its "
                                   "arguments are only known there")
         make = inputs or task.make_inputs
@@ -165,6 +165,10 @@ class TaskCompiler:
         needs per block, in bytes."""
         from .task import split_config
 
-        kernel_kwargs, options = split_config(config)
-        return precompile(self.task.kernel, self.args, {**kernel_kwargs, **options},
-                          parse_target(target)).shared_bytes
+        if self.task.compile_kwargs is not None:
+            kwargs = self.task.compile_kwargs(config)
+        else:
+            kernel_kwargs, options = split_config(config)
+            kwargs = {**kernel_kwargs, **options}
+        args = {k: v for k, v in self.args.items() if k not in kwargs}
+        return precompile(self.task.kernel, args, kwargs, parse_target(target)).shared_bytes

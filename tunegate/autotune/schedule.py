@@ -32,7 +32,8 @@ class Sizing:
         compilers = compile_workers if compile_workers is not None else cpu_cores()
         candidates = len(task.configs) if task.configs is not None else None
         compilers = min(compilers, budget, candidates or compilers)  # no idle ones
-        self.compilers = compilers if self.gpu and task.launch is None else 0
+        compiles = task.launch is None or task.compile_kwargs is not None  # (see TaskCompiler)
+        self.compilers = compilers if self.gpu and compiles else 0
         visible = device_count(self.gpu, devices)
         self.devices = 1 if task.reference is None else visible
         self.note = ("without a reference, configs are measured on one device: the vote on "

@@ -102,8 +102,11 @@ class Search:
         failed, late = set(), []
         with ledger.phase("compile"):
             replies = pool.compile_all(batch, self.timeout, target)
+        # A launch-task's configs are compiled ahead from stand-ins for the call's tensors: only
+        # its launch (in the run worker) may condemn a config.
+        lenient = self.task.compile_kwargs is not None
         for config, reply in replies:
-            if reply.status is Outcome.ERROR:  # not the kernel's fault: the run worker compiles
+            if reply.status is Outcome.ERROR or lenient and reply.status is not Outcome.OK:
                 log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
                           config.text(), reply.error)
                 late.append((config, reply))

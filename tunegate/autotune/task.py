@@ -45,6 +45,9 @@ class Task(BaseModel):
     - `reference(**args)`: expected outputs (a tensor, a tuple in `outputs` order, a dict, or
       None after writing them in place). Without it, the baseline config is the reference.
     - `tolerances`: per-dtype (rtol, atol) overrides, keyed by dtype name ('float16', …).
+    - `compile_kwargs(config)`: for a task with its own `launch`, the keyword arguments that
+      launch gives the kernel for `config` (constexprs, launch options): with it, compile
+      workers compile configs ahead as for any task.
     - `do_bench`: on a GPU, times a launch as `do_bench(fn, quantiles=(0.5, 0.2, 0.8))[0]`
       (the drop-in passes triton.autotune's own); else `triton.testing.do_bench`.
     """
@@ -66,6 +69,7 @@ class Task(BaseModel):
     tolerances: dict[str, tuple[float, float]] = Field(default_factory=dict)
     key: Callable[[Args], str] | None = None
     do_bench: Callable[..., Any] | None = None
+    compile_kwargs: Callable[[Config], dict[str, Any]] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -26,6 +26,12 @@ class TaskRef:
     call: Any = None
     local: Any = None
 
+    def compiling(self) -> "TaskRef":
+        """This ref as a compile worker loads it: a call's arguments as their dtypes and values,
+        without the tensors' contents (`CallerData.specs`)."""
+        specs = getattr(self.inputs, "specs", None)
+        return replace(self, inputs=specs()) if specs is not None else self
+
     def here(self, obj: Any) -> "TaskRef":
         """This ref, its task made in this process from `obj` itself (the outermost object
         of the `.fn` chain that `call` walks), for a `LocalWorker`."""
