@@ -9,7 +9,8 @@ import triton.language as tl
 
 @triton.autotune(configs=[triton.Config({"BLOCK": 32}, num_warps=1),
                           triton.Config({"BLOCK": 32}, num_warps=2),
-                          triton.Config({"BLOCK": 64}, num_warps=4)],
+                          triton.Config({"BLOCK": 64}, num_warps=4),
+                          triton.Config({"BLOCK": 128}, num_warps=4)],
                  key=["n"])
 @triton.jit
 def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):

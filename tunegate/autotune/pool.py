@@ -28,6 +28,13 @@ __all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "dev
 # Live workers not in use, by (steering variables, role).
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
 _KEPT_PER_ROLE = 64  # at most this many idle workers of one role are kept
+# Kernel files and modules that compile workers could not load in this process (one that
+# needs a GPU to import, say): no compile worker is started for them again.
+_UNCOMPILABLE: set[str] = set()
+
+
+def _where(ref: TaskRef) -> str:
+    return ref.module or ref.file
 
 
 def close_idle_workers() -> None:
@@ -184,8 +191,8 @@ class WorkerPool:
             return
         self._all_launched = True
         self.runs += [self._take(f"run{i}", env) for i, env in enumerate(self._envs) if i]
-        self.compilers = [self._take("compile", self._compile_env)
-                          for _ in range(self._compilers_wanted)]
+        wanted = 0 if _where(self.setup.ref) in _UNCOMPILABLE else self._compilers_wanted
+        self.compilers = [self._take("compile", self._compile_env) for _ in range(wanted)]
 
     def start_first(self) -> None:
         """Start only the first run worker and wait for it (enough to re-check a stored best)."""
@@ -218,6 +225,8 @@ class WorkerPool:
             self.close()
             raise failed
         for w, err in zip(workers[runs:], errors[runs:]):
+            if err is not None:
+                _UNCOMPILABLE.add(_where(self.setup.ref))
             if err is not None and not self.notes:
                 self.notes.append(f"the compile workers could not load the task, so each config "
                                   f"compiles at its first launch instead: {str(err)[:300]}")

@@ -16,7 +16,11 @@ from .pool import WorkerPool, cpu_cores, device_count
 from .task import Task
 from .worker import TaskRef
 
-__all__ = ["Sizing", "measure"]
+__all__ = ["DROPIN_COMPILE_AHEAD", "Sizing", "measure"]
+
+# A drop-in call's configs are compiled ahead only from this many candidates: its compile
+# workers each import the program's module once, which a list of two or three does not repay.
+DROPIN_COMPILE_AHEAD = 4
 
 
 class Sizing:
@@ -32,7 +36,8 @@ class Sizing:
         compilers = compile_workers if compile_workers is not None else cpu_cores()
         candidates = len(task.configs) if task.configs is not None else None
         compilers = min(compilers, budget, candidates or compilers)  # no idle ones
-        compiles = task.launch is None or task.compile_kwargs is not None  # (see TaskCompiler)
+        compiles = task.launch is None or (  # (see TaskCompiler)
+            task.compile_kwargs is not None and (candidates or 0) >= DROPIN_COMPILE_AHEAD)
         self.compilers = compilers if self.gpu and compiles else 0
         visible = device_count(self.gpu, devices)
         self.devices = 1 if task.reference is None else visible
