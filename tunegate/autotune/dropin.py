@@ -234,8 +234,9 @@ class Autotuner(TritonAutotuner):
         outputs = self.outputs if self.outputs is not None else tuple(
             n for n in stored_arguments(self) if hasattr(bound.get(n), "dtype"))
         call = CallSite(depth=depth, problem=problem(self, key, pruned), entries=entries,
-                        grids=grids, compiled=compiled, launch=launch, outputs=outputs, features=self.features,
-                        tolerances=self.tolerances, reference=self.reference)
+                        grids=grids, compiled=compiled, launch=launch, outputs=outputs,
+                        features=self.features, tolerances=self.tolerances,
+                        reference=self.reference)
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
         inputs = CallerData(bound, seed=self.options.get("seed", 0))
         why = why or _unpicklable(call, inputs)

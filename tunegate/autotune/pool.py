@@ -224,10 +224,11 @@ class WorkerPool:
         if failed is not None:
             self.close()
             raise failed
-        for w, err in zip(workers[runs:], errors[runs:]):
-            if err is not None:
-                _UNCOMPILABLE.add(_where(self.setup.ref))
-            if err is not None and not self.notes:
+        for err in errors[runs:]:
+            if err is None:
+                continue
+            _UNCOMPILABLE.add(_where(self.setup.ref))
+            if not self.notes:
                 self.notes.append(f"the compile workers could not load the task, so each config "
                                   f"compiles at its first launch instead: {str(err)[:300]}")
         for w in self.compilers:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -49,7 +50,6 @@ class Runner:
         self._inputs = inputs  # a callable(seed, device) replacing task.make_inputs: the
         # drop-in's copies of a program's own call, never checked for random data
         self._inputs_cache: dict[int, Args] = {}
-        self._working_dtype: tuple[torch.dtype | None] | None = None  # made from draw 0
         self._expected_cache: dict[int, Expected] = {}
         self.not_compared: dict[str, str] = {n: "scratch" for n in task.scratch}  # name: why
         self._fresh = FRESH_DRAWS
@@ -189,13 +189,12 @@ class Runner:
         buffer of partial sums whose layout depends on the config is compared by its sums."""
         judge = compare_partials if name in self.zeroed else compare
         return judge(name, got, want, self.task.tolerances,
-                     row_scaled=self.task.reference is None, working=self._working())
+                     row_scaled=self.task.reference is None, working=self._working)
 
+    @cached_property
     def _working(self) -> torch.dtype | None:
         """The kernel's working precision: the narrowest float dtype among draw 0's tensors."""
-        if self._working_dtype is None:
-            self._working_dtype = (working_dtype(self.inputs(0).values()),)
-        return self._working_dtype[0]
+        return working_dtype(self.inputs(0).values())
 
     def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
         """The first compared tensor that differs from its expected state, or None."""

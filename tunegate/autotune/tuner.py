@@ -106,10 +106,15 @@ class Tuner:
             allowed_baseline(self.region, task.configs)
         if baseline_note is not None:
             self.ledger.notes.append(baseline_note)
-        self.baseline: Config | None = None
-        self.compared_with = ""
-        self._compare_with(baseline)
+        self.baseline: Config | None = baseline
         self._failed_baselines: list[Config] = []  # that could not run here
+
+    @property
+    def compared_with(self) -> str:
+        """What the outputs are compared with, as the result and its notes say it."""
+        if self.baseline is None:
+            return "the reference function"
+        return f"the baseline config {self.baseline.text()}, not ground truth"
 
     @property
     def trials(self) -> list[Trial]:
@@ -230,11 +235,6 @@ class Tuner:
         return self.sizing.pool(self.ref, seed=self.seed, baseline=baseline,
                                 deterministic=self.deterministic)
 
-    def _compare_with(self, baseline: Config | None) -> None:
-        self.baseline = baseline
-        self.compared_with = "the reference function" if baseline is None else (
-            f"the baseline config {baseline.text()}, not ground truth")
-
     def _start(self, first_only: bool) -> WorkerPool:
         """The pool, started: only the first run worker when a stored best may be reused
         (its re-check needs no more), every worker at once otherwise. A baseline config that
@@ -250,7 +250,7 @@ class Tuner:
                 self.ledger.notes.append(
                     f"the baseline config could not run here: {str(e).splitlines()[0][:300]}; "
                     f"results are compared with {nxt.text()} instead")
-                self._compare_with(nxt)
+                self.baseline = nxt
             except WorkerSetupError as e:
                 if self.here is None or self.ref.local is not None:
                     raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None

@@ -113,7 +113,8 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
         if os.environ.get(COMPILE_ONLY) == "1":
             from .precompile import TaskCompiler
 
-            compiler = TaskCompiler(_load(setup.ref, local), seed=setup.seed, inputs=setup.ref.inputs)
+            compiler = TaskCompiler(_load(setup.ref, local), seed=setup.seed,
+                                    inputs=setup.ref.inputs)
             return compiler, Ready(compiler.problem_key(), compiler.kind, None)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
         runner = Runner(_load(setup.ref, local), seed=setup.seed, baseline=baseline,
