@@ -14,10 +14,12 @@ For each list, each phase runs in a fresh process; every cold phase gets an empt
 - warm:     a second tunegate run on the same store and Triton cache (the cached best is
             reused), then the chosen config's first launch;
 - plain:    the chosen config's first launch alone on that warm cache: the kernel's own cost,
-            against which the warm start's overhead is measured.
+            against which the warm start's overhead is measured;
+- profile:  with `--profile`, the tunegate phase again on an empty cache and store, tuned in
+            the benchmark's own process (no run worker) under cProfile: where its time goes.
 
     python benchmarks/bench_gpu.py --out DIR [--lists softmax_8192 matmul_4096 ...]
-                                   [--budget-s 500] [--timeout 240] [--smoke]
+                                   [--budget-s 500] [--timeout 240] [--smoke] [--profile]
 
 `--smoke` runs every list at toy size with two configs (it runs under the interpreter, on a
 machine without a GPU). Writes one JSON per list as soon as it is done;
@@ -100,6 +102,7 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # triton.Co
 STOCK_NEEDS_GPU = ("stock triton.autotune benchmarks through the active GPU driver; Triton's "
                    "interpreter (TRITON_INTERPRET=1) provides none, so it cannot run here")
 PHASES = ("truth", "stock", "tunegate", "warm", "plain")
+PROFILED = 45  # functions listed by the profile phase, by cumulative time
 
 
 # -- what a phase needs ------------------------------------------------------------------------
@@ -275,11 +278,13 @@ def phase_stock(name: str, smoke: bool, _: dict) -> dict:
             "correct": problem is None, "error_found": problem}
 
 
-def _tuner(task: Any, file: str, attr: str, store_path: str) -> Any:
+def _tuner(task: Any, file: str, attr: str, store_path: str, here: bool = False) -> Any:
+    """The tunegate phase's tuner; `here`: measuring in this process, with no run worker."""
     from tunegate.autotune import Budget, Store, TaskRef, Tuner
     from tunegate.policy import Policy
 
-    return Tuner(task, TaskRef(file, attr), policy=Policy.load(), store=Store(Path(store_path)),
+    ref = TaskRef(file, attr)
+    return Tuner(task, ref.here(task) if here else ref, policy=Policy.load(), store=Store(Path(store_path)),
                  strategy="exhaustive", budget=Budget(configs=len(task.configs)))
 
 
@@ -340,8 +345,24 @@ def phase_plain(name: str, smoke: bool, shared: dict) -> dict:
     return {"first_launch_s": _first_launch(task, shared["choice"])}
 
 
+def phase_profile(name: str, smoke: bool, shared: dict) -> dict:
+    import cProfile
+    import io
+    import pstats
+
+    task, file, attr = _task_of(name, smoke)
+    tuner = _tuner(task, file, attr, shared["store"] + ".profile", here=True)
+    profile = cProfile.Profile()
+    start = time.perf_counter()
+    result = profile.runcall(tuner.run)
+    wall = time.perf_counter() - start
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(PROFILED)
+    return {"wall_s": wall, "result": _result_fields(result), "profile": text.getvalue()}
+
+
 PHASE_FUNCTIONS = {"truth": phase_truth, "stock": phase_stock, "tunegate": phase_tunegate,
-                   "warm": phase_warm, "plain": phase_plain}
+                   "warm": phase_warm, "plain": phase_plain, "profile": phase_profile}
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -408,7 +429,7 @@ def bench_list(name: str, args: argparse.Namespace, env: dict, deadline: float) 
                               "candidates": len(task.configs)}
     warm_cache = tempfile.mkdtemp(prefix=f"cache-{name}-tunegate-")
     shared = {"store": str(Path(tempfile.mkdtemp(prefix=f"store-{name}-")) / "bench.sqlite")}
-    for phase in PHASES:
+    for phase in PHASES + (("profile",) if args.profile else ()):
         left = deadline - time.monotonic()
         if left < 5:
             record[phase] = {"failed": "skipped: the run's time budget was spent"}
@@ -451,7 +472,9 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=None,
                         help="seconds for the whole run; lists not started by then are skipped")
     parser.add_argument("--smoke", action="store_true", help="toy sizes, two configs per list")
-    parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true",
+                        help="add the profile phase (the tuning under cProfile, in-process)")
+    parser.add_argument("--phase", choices=list(PHASE_FUNCTIONS), help=argparse.SUPPRESS)
     parser.add_argument("--shared", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:

@@ -13,6 +13,7 @@
 #                      kernels); see `python3 benchmarks/bench_gpu.py --help`
 #   BENCH_PHASE_TIMEOUT_S  seconds per phase of one list (default 240)
 #   BENCH_SMOKE=1      toy sizes and two configs per list (a dry run of the session)
+#   BENCH_PROFILE=1    add the profile phase (each list tuned in-process under cProfile)
 #   BENCH_COMMIT       the commit to record (the device copy has no .git)
 #   PYTHON             the interpreter (default python3)
 #   WHEEL_DIRS         folders of wheels installed into /tmp/site (default .whl)
@@ -79,12 +80,13 @@ if [[ -n ${EXTRA_STEPS:-} ]]; then
 fi
 
 BENCH_LIMIT=$(left)
-SMOKE=()
-[[ ${BENCH_SMOKE:-0} == 1 ]] && SMOKE=(--smoke)
+BENCH_FLAGS=()
+[[ ${BENCH_SMOKE:-0} == 1 ]] && BENCH_FLAGS=(--smoke)
+[[ ${BENCH_PROFILE:-0} == 1 ]] && BENCH_FLAGS+=(--profile)
 # shellcheck disable=SC2086  # BENCH_LISTS is a list of names
 step bench "$BENCH_LIMIT" "$PY" benchmarks/bench_gpu.py --out "$WORK/results" \
     --budget-s $(( BENCH_LIMIT - 10 )) --timeout "$BENCH_PHASE_TIMEOUT_S" --lists $BENCH_LISTS \
-    "${SMOKE[@]}"
+    "${BENCH_FLAGS[@]}"
 
 TAR_RESERVE_S=0
 if compgen -G "$WORK/results/*.json" > /dev/null; then

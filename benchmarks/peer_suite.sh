@@ -10,6 +10,9 @@
 # LIMITS_fla / LIMITS_liger override it for one library.
 # RUNS picks the runs (default "stock tunegate1 tunegate2"); with IDS_GIVEN=1 the case lists
 # ids_fla.txt / ids_liger.txt already in peer/ are used as they are (no collection).
+# Each run starts on an empty Triton cache of its own (cold, as a first run is), except the second
+# tunegate run, which finds the first one's (as a second run of a suite does). A run over its
+# limit gets SIGINT first, so `tunegate run` still prints its table of the tunings done.
 # Results in $OUT/peer.tgz.
 set -u
 OUT=${OUT:-/tmp/peer-out}; mkdir -p "$OUT"
@@ -26,10 +29,10 @@ for d in $DIRS; do
   awk -F'::' -v n=${!per_var:-$PER_FILE} '{c[$1]++} c[$1]<=n' ids_$d.all > ids_$d.txt
   wc -l ids_$d.all ids_$d.txt
 done
-run() { # name dir timeout command...
-  local name=$1 dir=$2 limit=$3; shift 3
+run() { # name dir timeout cache command...
+  local name=$1 dir=$2 limit=$3 cache=$4; shift 4
   local t0=$(date +%s.%N)
-  (cd $dir && timeout $limit "$@" $(cat ../ids_$dir.txt) -q -p no:cacheprovider -W ignore > "$OUT/$name-$dir.log" 2>&1); local rc=$?
+  (cd $dir && TRITON_CACHE_DIR=/tmp/triton-cache-$cache-$dir timeout -s INT -k 20 $limit "$@" $(cat ../ids_$dir.txt) -q -p no:cacheprovider -W ignore > "$OUT/$name-$dir.log" 2>&1); local rc=$?
   echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$OUT/$name-$dir.log" | tail -1)" | tee -a "$OUT/summary.txt"
 }
 for d in $DIRS; do
@@ -37,9 +40,9 @@ for d in $DIRS; do
   read -r STOCK_S FIRST_S SECOND_S <<< "${!limits_var:-${LIMITS:-200 300 150}}"
   for r in ${RUNS:-stock tunegate1 tunegate2}; do
     case $r in
-      stock) run stock $d $STOCK_S python3 -m pytest ;;
-      tunegate1) run tunegate1 $d $FIRST_S python3 -m tunegate run -m pytest --log-level=DEBUG ;;
-      tunegate2) run tunegate2 $d $SECOND_S python3 -m tunegate run -m pytest --log-level=DEBUG ;;
+      stock) run stock $d $STOCK_S stock python3 -m pytest ;;
+      tunegate1) run tunegate1 $d $FIRST_S tunegate python3 -m tunegate run -m pytest --log-level=DEBUG ;;
+      tunegate2) run tunegate2 $d $SECOND_S tunegate python3 -m tunegate run -m pytest --log-level=DEBUG ;;
     esac
   done
 done

@@ -172,6 +172,29 @@ def test_tune_of_a_task_reads_the_facts_of_a_host_draw(tmp_path):
     assert tuner._removals()[TD] == 1
 
 
+@pytest.mark.parametrize("meta_works", [True, False])
+def test_the_host_draw_is_made_without_data_where_the_inputs_allow(tmp_path, meta_works):
+    from tests.conftest import KERNELS
+    from tunegate.autotune import Store, Tuner
+    from tunegate.autotune.worker import TaskRef
+
+    asked = []
+
+    def make_inputs(seed, device):
+        asked.append(device)
+        if device == "meta" and not meta_works:  # inputs made from data: .item() on meta fails
+            torch.zeros(1, device="meta").item()
+        return gpu_faults.TD_TASK.make_inputs(seed, device)
+
+    task = gpu_faults.TD_TASK.model_copy(update={"reference": None, "make_inputs": make_inputs})
+    tuner = Tuner(task, TaskRef(str(KERNELS / "gpu_faults.py"), "TD_TASK"), env=H200,
+                  policy=Policy.from_files(builtin_policy_path()),
+                  store=Store(tmp_path / "s.sqlite"))
+    assert asked == (["meta"] if meta_works else ["meta", "cpu"])
+    assert tuner.traits.call.args["in_ptr"].dtype == "float32"
+    assert tuner._removals()[TD] == 1  # the same facts either way
+
+
 def test_tune_of_a_kernel_no_fact_rule_applies_to_makes_no_host_draw(tmp_path):
     from tests.conftest import KERNELS
     from tunegate.autotune import Store, Task, Tuner

@@ -1,7 +1,7 @@
 """A task's problem facts (dtypes, shapes) for the rules that read them, made only when needed.
 
 A rule's match may read facts of the call (see `policy.call`); a task's tune has no call, so
-its facts come from draw 0 of its inputs, made on the host, and only when a rule that may apply
+its facts come from draw 0 of its inputs, made without data, and only when a rule that may apply
 to this kernel reads one.
 """
 
@@ -28,13 +28,18 @@ def _reads_call(policy: Policy, env: Environment, traits: KernelTraits, space: S
 
 
 def _host_draw(task: Task, seed: int) -> dict[str, Any]:
-    """Draw 0 of the task's inputs made on the host; {} if that fails (the facts are then
-    unknown, and the rules reading them are assumed to match)."""
-    try:
-        args = task.make_inputs(seed, "cpu")
-    except Exception:  # noqa: BLE001 - the user's code; the worker reports it properly
-        return {}
-    return args if isinstance(args, dict) else {}
+    """Draw 0 of the task's inputs without data where it can be (on torch's "meta" device:
+    the facts are dtypes and shapes, and a 8192x8192 draw on the CPU takes a second), else
+    made on the host; {} if both fail (the facts are then unknown, and the rules reading them
+    are assumed to match)."""
+    for device in ("meta", "cpu"):  # meta fails for inputs made from data (.item(), indexing)
+        try:
+            args = task.make_inputs(seed, device)
+        except Exception:  # noqa: BLE001 - the user's code; the worker reports it properly
+            continue
+        if isinstance(args, dict):
+            return args
+    return {}
 
 
 def with_problem_facts(traits: KernelTraits, task: Task, policy: Policy, env: Environment,

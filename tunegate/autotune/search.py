@@ -26,11 +26,15 @@ from .schedule import measure
 from .strategies import make_strategy
 from .task import Task
 
-__all__ = ["CONTENDERS", "Search"]
+__all__ = ["MIN_CONTENDERS", "NEAR", "Search"]
 
 log = logging.getLogger(__name__)
 
-CONTENDERS = 1.3  # short timings within this factor of the fastest get the full timing
+# The contenders of the short timings, which get the full timing: those within NEAR of the
+# fastest (a short median of ~100 launches is good to a few percent), at most a sixth of the
+# timed configs but at least MIN_CONTENDERS, so a 16-config list retimes 3, not 16.
+NEAR = 1.06
+MIN_CONTENDERS = 3
 
 
 class Search:
@@ -130,8 +134,8 @@ class Search:
         return [c for c in batch if c not in failed]
 
     def refine(self) -> None:
-        """Successive halving: the full timing for the contenders of the short timings (the
-        fastest third, and any within `CONTENDERS`x of the fastest); their rows updated."""
+        """The full timing for the contenders of the short timings (the fastest, within `NEAR`
+        of the fastest, between MIN_CONTENDERS and a sixth of them); their rows updated."""
         if not self.staged:
             return
         trials = self.ledger.trials
@@ -140,9 +144,10 @@ class Search:
         if not timed:
             return
         fastest = trials[timed[0]].time_ms or 0.0
-        keep = max(1, -(-len(timed) // 3))
+        most = max(MIN_CONTENDERS, -(-len(timed) // 6))
         chosen = [i for n, i in enumerate(timed)
-                  if n < keep or (trials[i].time_ms or 0.0) <= CONTENDERS * fastest]
+                  if n < MIN_CONTENDERS or (n < most and (trials[i].time_ms or 0.0)
+                                            <= NEAR * fastest)]
         by_config = {trials[i].config: i for i in chosen}
 
         def retime(evaluator: Evaluator, config: Config) -> Trial:

@@ -51,7 +51,7 @@ class Tuner:
     its own), by default every visible GPU or TUNEGATE_DEVICES; under the interpreter N
     simulated devices. `compile_workers` defaults to the CPU cores this process may use.
     `staged_timing` times every candidate briefly and only the contenders (see
-    `search.CONTENDERS`) with the full measurement; off, every candidate gets the full one.
+    `search.NEAR`) with the full measurement; off, every candidate gets the full one.
     `traits` are the kernel's, with the problem facts of the call being tuned where the caller
     has them (the drop-in); by default they are read from the kernel and the task's inputs.
     `here` is the live object the task is made from (the drop-in's autotuner): should no
