@@ -1,7 +1,7 @@
 """Helion's softmax and matmul autotuned on a GPU through tunegate's adapter: what the gate removed,
 what it checked, the winner and its time, as one JSON object per kernel.
 
-    python benchmarks/helion_gpu.py [--effort quick] > benchmarks/results/helion.json
+    python benchmarks/helion_gpu.py [--effort quick] [--generations 3] > helion.json
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ def matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def run(name, fn, args, reference, effort):
+def run(name, fn, args, reference, effort, generations):
     gate = HelionGate(reference=reference)
-    kernel = helion.kernel(fn, autotune_effort=effort, **gate.settings())
+    limit = {} if generations is None else {"autotune_max_generations": generations}
+    kernel = helion.kernel(fn, autotune_effort=effort, autotune_random_seed=0, **limit,
+                           **gate.settings())
     start = time.perf_counter()
     out = kernel(*args)
     tune_s = time.perf_counter() - start
@@ -62,14 +64,16 @@ def run(name, fn, args, reference, effort):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--effort", default="quick", choices=["quick", "full"])
+    parser.add_argument("--generations", type=int, default=None,
+                        help="at most this many generations of Helion's search")
     args = parser.parse_args()
     x = torch.randn(4096, 2048, device="cuda", dtype=torch.float16)
     a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
     b = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
     for row in (run("softmax", softmax, (x,), lambda t: torch.softmax(t.float(), 1).to(t.dtype),
-                    args.effort),
+                    args.effort, args.generations),
                 run("matmul", matmul, (a, b), lambda p, q: (p.float() @ q.float()).to(p.dtype),
-                    args.effort)):
+                    args.effort, args.generations)):
         print(json.dumps(row, default=str))
 
 

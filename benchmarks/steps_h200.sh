@@ -6,7 +6,3 @@ step verify 180 bash -c "$PY -m tunegate policy verify --json > $WORK/results/ve
     $WORK/results/verify_h200.json"
 step rule_review 90 "$PY" benchmarks/rule_review.py --json "$WORK/results/rule_review_h200.json"
 step run_report 40 "$PY" -m tunegate run tests/kernels/run_add.py --cuda
-# Helion's softmax and matmul through the adapter (issue 17). Helion 1.5.1 needs a torch newer
-# than the H200 image's 2.11 (it imports IntelGPUError); carry helion 1.4.0 and its needs.
-step helion 240 bash -c "$PY benchmarks/helion_gpu.py --effort quick > $WORK/results/helion_h200.json; \
-    echo exit=\$?; cat $WORK/results/helion_h200.json"
