@@ -67,6 +67,12 @@ class HelionGate:
             out["autotune_baseline_fn"] = self.reference
         return out
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> "HelionGate":
+        """Itself: Helion deep-copies its settings (`Settings.to_dict`) once the autotuner has
+        handed the gate the bound kernel, which cannot be copied; and a copy would count and
+        check apart from the gate the caller holds."""
+        return self
+
     def autotuner_fn(self, inner: Callable[..., Any] | None = None) -> Callable[..., Any]:
         """Helion's `autotuner_fn`, which first lets the gate see the bound kernel and args."""
         def autotuner_fn(bound_kernel: Any, args: Sequence[Any], **kwargs: Any) -> Any:

@@ -104,3 +104,15 @@ def test_helions_own_autotuner_calls_the_gate_before_compiling(tmp_path):
     assert "tunegate" not in type(raised.value).__module__
     assert g.counts.seen == 2 and g.counts.excluded == 1
     assert compiled and all(c.get("range_num_stages", [0])[0] <= 1 for c in compiled)
+
+
+def test_helions_settings_copy_keeps_the_one_gate_even_after_it_saw_the_kernel():
+    from copy import deepcopy
+
+    from helion.runtime.settings import Settings
+
+    gate = HelionGate(Policy.load(), detect_environment())
+    gate._kernel = (logging, lambda: None)  # a bound kernel holds modules: deepcopy fails on them
+    settings = Settings(**gate.settings())
+    assert deepcopy(settings).autotune_config_filter is gate
+    assert settings.to_dict()["autotune_config_filter"] is gate
