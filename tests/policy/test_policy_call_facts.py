@@ -137,6 +137,22 @@ def test_two_stage_6691_rule_excludes_fp16_and_checks_the_rest(policy, dtype, st
     assert policy.explain(race(1, dtype)[2], space, H200, traits).status == "allowed"
 
 
+@pytest.mark.parametrize("warps, status", [(None, "excluded"), (4, "excluded"),
+                                           (2, "experimental"), (8, "experimental")])
+def test_two_stage_6691_rule_excludes_fp16_only_at_the_4_warps_measured_wrong(policy, warps,
+                                                                             status):
+    # On the H200 fla's dqke at 2 stages failed its own fp16 test at 4 warps (Triton's default
+    # when a config names none) and passed at 2 and 8: those are kept, stress-checked.
+    space, traits, config = race(2, torch.float16)
+    if warps is not None:
+        space = Space(parameters={**space.parameters, "num_warps": Parameter(
+            domain=Choice(choices=(2, 4, 8)))})
+        config = Config(values={**config.values, "num_warps": warps})
+    verdict = policy.explain(config, space, H200, traits)
+    assert verdict.status == status
+    assert verdict.matched[0].rule.startswith("dot-trans-with-sum-two-stages")
+
+
 def test_two_stage_6691_rule_before_the_call_is_assumed(policy):
     space, traits, config = race(2, torch.float16)
     verdict = policy.explain(config, space, H200, detect_traits(race_6691.sum_and_trans_dot))

@@ -21,6 +21,9 @@ __all__ = ["Inactive", "Possible", "RuleMatch", "RuleState", "Status", "Verdict"
 
 Status = Literal["excluded", "experimental", "allowed"]
 
+# What a launch uses when the config does not say: Triton's (and Helion's) default warps.
+LAUNCH_DEFAULTS = {"num_warps": 4}
+
 
 class RuleMatch(BaseModel):
     """An active rule that covers the config, with the loops and features that made it match."""
@@ -147,7 +150,8 @@ def rule_state(rule: Rule, env: Environment, traits: KernelTraits | None) -> Rul
 def lookup_in(config: Config, space: Space | None, binding: Binding | None = None,
               scope: frozenset[int] | None = None,
               seen: dict[str, list[Site]] | None = None):  # noqa: ANN201 - a closure
-    """A predicate lookup: a parameter by name, else every value of a feature in `scope`.
+    """A predicate lookup: a parameter by name (a launch option the config leaves out reads as
+    its default), else every value of a feature in `scope`.
 
     A feature with one kernel-wide value reads as that value; with several (several loops,
     several parameters, a per-loop list) as a tuple that matches if any element does. The
@@ -160,6 +164,8 @@ def lookup_in(config: Config, space: Space | None, binding: Binding | None = Non
             return config.values[name]
         if name in CALL_FACTS:
             return binding.fact(name, config.values)
+        if name in LAUNCH_DEFAULTS:
+            return LAUNCH_DEFAULTS[name]
         if name not in FEATURES:
             return MISSING
         sites = binding.sites(name, config.values, scope)
