@@ -70,11 +70,11 @@ def main() -> None:
     x = torch.randn(4096, 2048, device="cuda", dtype=torch.float16)
     a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
     b = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
-    for row in (run("softmax", softmax, (x,), lambda t: torch.softmax(t.float(), 1).to(t.dtype),
-                    args.effort, args.generations),
-                run("matmul", matmul, (a, b), lambda p, q: (p.float() @ q.float()).to(p.dtype),
-                    args.effort, args.generations)):
-        print(json.dumps(row, default=str))
+    kernels = [("softmax", softmax, (x,), lambda t: torch.softmax(t.float(), 1).to(t.dtype)),
+               ("matmul", matmul, (a, b), lambda p, q: (p.float() @ q.float()).to(p.dtype))]
+    for name, fn, call, reference in kernels:  # each row as soon as it is done
+        row = run(name, fn, call, reference, args.effort, args.generations)
+        print(json.dumps(row, default=str), flush=True)
 
 
 if __name__ == "__main__":

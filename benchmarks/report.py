@@ -213,7 +213,8 @@ def render(records: list[dict]) -> str:
 
 
 def main() -> None:
-    records = [json.loads(Path(p).read_text()) for p in sys.argv[1:]]
+    loaded = [json.loads(Path(p).read_text()) for p in sys.argv[1:]]
+    records = [r for r in loaded if "candidates" in r]  # a benchmark list's, not other results
     if not records:
         raise SystemExit("usage: report.py RESULT.json ...")
     sys.stdout.write(render(records))
