@@ -93,6 +93,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     import runpy
 
     from .autotune.backend import interpret_without_gpu
+    from .autotune.worker import start_server
 
     if not module:
         _check_readable(target)
@@ -104,11 +105,11 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [target, *args]
     try:
+        sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
+        start_server()  # after sys.path is set: the server keeps the path it starts with
         if module:
-            sys.path.insert(0, os.getcwd())
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
             runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as e:
         return _exit_status(e)

@@ -25,7 +25,7 @@ from .worker_child import NotReady, child_main
 from .workload import Setup, TaskRef
 
 __all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError",
-           "file_stamp"]
+           "file_stamp", "start_server"]
 
 
 class WorkerSetupError(RuntimeError, TunegateError):
@@ -83,6 +83,13 @@ def _context(env: dict[str, str]) -> Any:
 
     forkserver.ensure_running()  # started here, outside any one worker's environment
     return ctx
+
+
+def start_server() -> None:
+    """Start the server workers fork from, where they do (see `_context`), without waiting
+    for it: its imports of torch and triton then overlap with the program's own start-up
+    instead of delaying the program's first tuning."""
+    _context({})
 
 
 class Worker:
