@@ -35,9 +35,10 @@ def autotuners(name: str) -> list[Any]:
 
 
 def config_text(config: Any) -> str:
-    values = dict(config.kwargs)
-    values.update(num_warps=config.num_warps, num_stages=config.num_stages)
-    return ", ".join(f"{k}={v}" for k, v in values.items())
+    from tunegate.autotune.task import triton_config_values
+
+    return ", ".join(f"{k}={v}" for k, v in triton_config_values(config).items()
+                     if v is not None)
 
 
 class Outcomes:

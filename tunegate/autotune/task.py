@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .._text import short_hash
 from ..errors import TunegateError
 from ..space.domains import Choice
-from ..space.space import LAUNCH_OPTIONS, Config, Parameter, Space
+from ..space.space import LAUNCH_DEFAULTS, LAUNCH_OPTIONS, Config, Parameter, Space
 from .fingerprint import callable_text, digest, jit_dependencies, source_of
 
 __all__ = ["Task", "TaskError", "kernel_hash", "space_from_triton_configs",
@@ -158,9 +158,6 @@ def kernel_hash(kernel: Any) -> str:
     return short_hash(source_of(kernel))
 
 
-_TRITON_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
-
-
 def _is_triton_config(obj: Any) -> bool:
     return hasattr(obj, "kwargs") and hasattr(obj, "all_kwargs") and hasattr(obj, "num_warps")
 
@@ -187,7 +184,7 @@ def _point_in(space: Space, config: Any) -> Any:
             continue
         if opt in space.parameters:
             values[opt] = value
-        elif value != _TRITON_DEFAULTS.get(opt):
+        elif value != LAUNCH_DEFAULTS.get(opt):
             raise TaskError(f"{config} sets {opt}={value!r}, which the task's space has no "
                              "parameter for")
     return space.complete(values)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..reasons import Reason
 from ..space.features import FEATURES, uses
-from ..space.space import Config, Space
+from ..space.space import LAUNCH_DEFAULTS, Config, Space
 from .binding import Binding, Site, bind
 from .call import CALL_FACTS
 from .env import Environment
@@ -21,8 +21,10 @@ __all__ = ["Inactive", "Possible", "RuleMatch", "RuleState", "Status", "Verdict"
 
 Status = Literal["excluded", "experimental", "allowed"]
 
-# What a launch uses when the config does not say: Triton's (and Helion's) default warps.
-LAUNCH_DEFAULTS = {"num_warps": 4}
+# Launch options a rule reads as their default where the config leaves them out (Triton's and
+# Helion's default warps are the same); num_stages is not one: a rule on it does not match a
+# config that leaves it out.
+DEFAULTED = ("num_warps",)
 
 
 class RuleMatch(BaseModel):
@@ -164,7 +166,7 @@ def lookup_in(config: Config, space: Space | None, binding: Binding | None = Non
             return config.values[name]
         if name in CALL_FACTS:
             return binding.fact(name, config.values)
-        if name in LAUNCH_DEFAULTS:
+        if name in DEFAULTED:
             return LAUNCH_DEFAULTS[name]
         if name not in FEATURES:
             return MISSING

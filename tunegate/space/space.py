@@ -16,10 +16,13 @@ from .domains import Domain
 from .features import feature
 from ..errors import TunegateError
 
-__all__ = ["LAUNCH_OPTIONS", "Config", "InvalidConfig", "Parameter", "Space"]
+__all__ = ["LAUNCH_DEFAULTS", "LAUNCH_OPTIONS", "Config", "InvalidConfig", "Parameter", "Space"]
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 """Parameters passed to a Triton launch rather than to the kernel as constexprs."""
+
+LAUNCH_DEFAULTS = {"num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+"""What Triton launches with where a config leaves a launch option out."""
 
 
 class InvalidConfig(ValueError, TunegateError):
