@@ -9,8 +9,10 @@ For each list, each phase runs in a fresh process; every cold phase gets an empt
             time, its choice and whether the choice is right. Skipped under the interpreter:
             stock `triton.autotune` benchmarks through the active GPU driver, which Triton's
             interpreter does not provide;
-- tunegate: `Tuner` with the shipped policy, exhaustive over the list: tuning and process wall
-            time, choice, statuses, check seconds and every other field `TuneResult` exposes;
+- tunegate: `Tuner` with the shipped policy, exhaustive over the list, in a process run by
+            `tunegate run` (its workers start with the process, as for any program run so):
+            tuning and process wall time, choice, statuses, check seconds and every other
+            field `TuneResult` exposes;
 - warm:     a second tunegate run on the same store and Triton cache (the cached best is
             reused), then the chosen config's first launch;
 - plain:    the chosen config's first launch alone on that warm cache: the kernel's own cost,
@@ -369,7 +371,10 @@ PHASE_FUNCTIONS = {"truth": phase_truth, "stock": phase_stock, "tunegate": phase
 def run_phase(name: str, phase: str, shared: dict, cache: str, smoke: bool,
               timeout: float) -> dict:
     env = {**os.environ, "TRITON_CACHE_DIR": cache, "BENCH_SPAWNED_AT": repr(time.time())}
-    command = [sys.executable, "-m", THIS, "--phase", phase, "--lists", name,
+    # The tunegate phase runs as a user runs a program tuned by tunegate (`tunegate run`): its
+    # workers start with the process, beside its imports. Its process time includes that.
+    runner = ["-m", "tunegate", "run"] if phase == "tunegate" else []
+    command = [sys.executable, *runner, "-m", THIS, "--phase", phase, "--lists", name,
                "--shared", json.dumps(shared)] + (["--smoke"] if smoke else [])
     start = time.perf_counter()
     try:

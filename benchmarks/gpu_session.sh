@@ -12,6 +12,7 @@
 #   BENCH_LISTS        lists to benchmark, in order (default: the two anchors, then the five
 #                      kernels); see `python3 benchmarks/bench_gpu.py --help`
 #   BENCH_PHASE_TIMEOUT_S  seconds per phase of one list (default 240)
+#   BENCH_FIRST=1      run the benchmarks before the extra steps; BENCH_LIMIT_S caps them
 #   BENCH_SMOKE=1      toy sizes and two configs per list (a dry run of the session)
 #   BENCH_PROFILE=1    add the profile phase (each list tuned in-process under cProfile)
 #   BENCH_COMMIT       the commit to record (the device copy has no .git)
@@ -74,19 +75,28 @@ if (( TESTS_TIMEOUT_S > 0 )); then
     step gpu_tests "$TESTS_TIMEOUT_S" "$PY" -m pytest -m gpu -v -p no:cacheprovider $GPU_TESTS
 fi
 
+bench() {
+    local limit=$(left)
+    if [[ -n ${BENCH_LIMIT_S:-} ]] && (( BENCH_LIMIT_S < limit )); then limit=$BENCH_LIMIT_S; fi
+    local flags=()
+    [[ ${BENCH_SMOKE:-0} == 1 ]] && flags=(--smoke)
+    [[ ${BENCH_PROFILE:-0} == 1 ]] && flags+=(--profile)
+    # shellcheck disable=SC2086  # BENCH_LISTS is a list of names
+    step bench "$limit" "$PY" benchmarks/bench_gpu.py --out "$WORK/results" \
+        --budget-s $(( limit - 10 )) --timeout "$BENCH_PHASE_TIMEOUT_S" --lists $BENCH_LISTS \
+        "${flags[@]}"
+}
+
+# BENCH_FIRST=1: the benchmarks before the extra steps (BENCH_LIMIT_S caps them); BENCH_LISTS=none
+# skips them.
+[[ ${BENCH_FIRST:-0} == 1 && $BENCH_LISTS != none ]] && bench
+
 if [[ -n ${EXTRA_STEPS:-} ]]; then
     # shellcheck disable=SC1090  # a file of step lines, named by the caller
     source "$EXTRA_STEPS"
 fi
 
-BENCH_LIMIT=$(left)
-BENCH_FLAGS=()
-[[ ${BENCH_SMOKE:-0} == 1 ]] && BENCH_FLAGS=(--smoke)
-[[ ${BENCH_PROFILE:-0} == 1 ]] && BENCH_FLAGS+=(--profile)
-# shellcheck disable=SC2086  # BENCH_LISTS is a list of names
-step bench "$BENCH_LIMIT" "$PY" benchmarks/bench_gpu.py --out "$WORK/results" \
-    --budget-s $(( BENCH_LIMIT - 10 )) --timeout "$BENCH_PHASE_TIMEOUT_S" --lists $BENCH_LISTS \
-    "${BENCH_FLAGS[@]}"
+[[ ${BENCH_FIRST:-0} != 1 && $BENCH_LISTS != none ]] && bench
 
 TAR_RESERVE_S=0
 if compgen -G "$WORK/results/*.json" > /dev/null; then

@@ -41,12 +41,13 @@ for d in $DIRS; do
   for r in ${RUNS:-stock tunegate1 tunegate2}; do
     case $r in
       stock) run stock $d $STOCK_S stock python3 -m pytest ;;
-      tunegate1) run tunegate1 $d $FIRST_S tunegate python3 -m tunegate run -m pytest --log-level=DEBUG ;;
-      tunegate2) run tunegate2 $d $SECOND_S tunegate python3 -m tunegate run -m pytest --log-level=DEBUG ;;
+      tunegate1) run tunegate1 $d $FIRST_S tunegate python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
+      tunegate2) run tunegate2 $d $SECOND_S tunegate python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
     esac
   done
 done
 grep -h -i "rejected config\|dropped config\|tunegate:" "$OUT"/tunegate1-*.log | sort | uniq -c | sort -rn | head -40 > "$OUT/tunegate_lines.txt"
+grep -h "s: startup [0-9]" "$OUT"/tunegate1-*.log > "$OUT/tuning_phases.txt"  # where each took its time
 for f in "$OUT"/tunegate*-*.log; do  # the table `tunegate run` ends with: one row per tuning
   echo "== $(basename "$f")"; sed -n '/^tunegate: [0-9]* tuning/,$p' "$f"
 done > "$OUT/tunings.txt"

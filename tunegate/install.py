@@ -93,7 +93,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     import runpy
 
     from .autotune.backend import interpret_without_gpu
-    from .autotune.worker import start_server
+    from .autotune.warm import warm_up
 
     if not module:
         _check_readable(target)
@@ -106,7 +106,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     sys.argv = [target, *args]
     try:
         sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
-        start_server()  # after sys.path is set: the server keeps the path it starts with
+        warm_up()  # the workers start while the program does
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:

@@ -137,14 +137,17 @@ def test_run_passes_the_program_s_own_options_to_it_as_python_does(tmp_path):
         assert done.returncode == 0 and done.stdout == python.stdout, (argv, done.stderr)
 
 
-def test_run_starts_the_worker_server_before_the_program(tmp_path):
-    # Its imports of torch and triton overlap with the program's start-up, not its first tuning.
+def test_run_starts_the_workers_before_the_program(tmp_path):
+    # The server's imports and the spare's start overlap with the program's own start-up, not
+    # its first tuning.
     script = tmp_path / "prog.py"
-    script.write_text("from multiprocessing import forkserver\n"
-                      "import sys\n"
-                      "print('server', forkserver._forkserver._forkserver_pid is not None)\n"
+    script.write_text("import sys\n"
+                      "from tunegate.autotune import warm\n"
+                      "from tunegate.autotune.pool import idle_workers\n"
+                      "warm.wait_for_spares()\n"
+                      "print('spares', len(idle_workers()))\n"
                       "print('path', sys.path[0])\n")
     done = tunegate("run", str(script), cwd=tmp_path, env={"TUNEGATE_SPAWN": ""})
     assert done.returncode == 0, done.stderr
-    assert "server True" in done.stdout
+    assert "spares 1" in done.stdout
     assert f"path {tmp_path}" in done.stdout  # the script's folder first, as under python

@@ -38,6 +38,7 @@ from .outputs import stored_arguments
 from .refs import locate
 from .store import Store, open_store
 from .tuner import Budget, TuneError, TuneResult, Tuner, baseline_config
+from .warm import warm_up
 from .worker import TaskRef
 
 __all__ = ["Autotuner", "DropInError", "autotune"]
@@ -130,6 +131,7 @@ class Autotuner(TritonAutotuner):
         self.origin: Any = None  # the Triton autotuner this one was made from by `wrap()`
         self.defined_in = _defining_module()  # where a worker may find it, besides fn's module
         self._policy: tuple[Policy, Environment] | None = None
+        warm_up(gpu_only=True)  # a program that defines an autotuned kernel will tune it
 
     # -- Triton's call convention ------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

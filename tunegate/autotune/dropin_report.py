@@ -68,7 +68,15 @@ def record(kernel: str, key: str, configs: int, excluded: list[str], result: Any
     with _LOCK:
         _TUNINGS.append(tuning)
     log.info("%s", tuning.line())  # a failed tuning also raises: its error says the rest
+    if result is not None and not tuning.reused:
+        log.debug("%s [%s]: %.1f s: %s", kernel, key, tuning.seconds, _where_time_went(result))
     return tuning
+
+
+def _where_time_went(result: Any) -> str:
+    """The tuning's seconds by phase, for whoever wonders why a tuning took long."""
+    return ", ".join(f"{name} {getattr(result, f'{name}_seconds', 0.0):.2f} s"
+                     for name in ("startup", "compile", "timing", "check"))
 
 
 def tunings() -> list[Tuning]:

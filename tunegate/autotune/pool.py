@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Hashable
 
@@ -20,13 +21,18 @@ from ..space.space import Config
 from .backend import COMPILE_ONLY
 from .local import LocalWorker
 from .messages import Compile, Reply
+from .warm import wait_for_spares
 from .worker import Setup, TaskRef, Worker, WorkerSetupError, file_stamp
 
-__all__ = ["WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores", "device_count",
-           "visible_devices"]
+__all__ = ["COMPILE_ENV", "WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores",
+           "device_count", "keep_spare", "visible_devices"]
 
-# Live workers not in use, by (steering variables, role).
+# A compile worker's environment: it sees no GPU and compiles for the run worker's target.
+COMPILE_ENV = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""}
+
+# Live workers not in use, by (steering variables, role); spares arrive from another thread.
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
+_IDLE_LOCK = threading.Lock()
 _KEPT_PER_ROLE = 64  # at most this many idle workers of one role are kept
 # Kernel files and modules that compile workers could not load in this process (one that
 # needs a GPU to import, say): no compile worker is started for them again.
@@ -39,10 +45,11 @@ def _where(ref: TaskRef) -> str:
 
 def close_idle_workers() -> None:
     """Stop every kept worker (at exit, or to free their memory)."""
-    for workers in _IDLE.values():
-        for w in workers:
-            w.close()
-    _IDLE.clear()
+    with _IDLE_LOCK:
+        workers = [w for kept in _IDLE.values() for w in kept]
+        _IDLE.clear()
+    for w in workers:
+        w.close()
 
 
 atexit.register(close_idle_workers)
@@ -50,7 +57,14 @@ atexit.register(close_idle_workers)
 
 def idle_workers() -> list[Worker]:
     """The live workers kept for the next pool of this process."""
-    return [w for workers in _IDLE.values() for w in workers]
+    with _IDLE_LOCK:
+        return [w for workers in _IDLE.values() for w in workers]
+
+
+def keep_spare(role: str, worker: Worker) -> None:
+    """Keep a worker started ahead of any task (see `warm`) for the next pool's `role`."""
+    with _IDLE_LOCK:
+        _IDLE.setdefault((_steering(), role), []).append(worker)
 
 
 def visible_devices() -> list[str]:
@@ -140,8 +154,8 @@ class WorkerPool:
     def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None, compilers: int,
                  deterministic: bool, devices: int = 1, gpu: bool = False,
                  setup_timeout: float = 600.0, precompile: bool = False) -> None:
-        self.setup = Setup(ref, seed, baseline_json, deterministic)
-        self._compile_setup = Setup(ref.compiling(), seed, baseline_json, deterministic)
+        self.setup = Setup(ref, seed, baseline_json, deterministic).placed()
+        self._compile_setup = Setup(ref.compiling(), seed, baseline_json, deterministic).placed()
         if ref.local is not None:  # tuned in this process: one run worker, no compile workers
             devices, compilers = 1, 0
         self.identity = _steering()
@@ -154,8 +168,7 @@ class WorkerPool:
         self._compilers_wanted = compilers
         # With `precompile`, compile workers see no GPU and compile into Triton's cache for
         # the target the run worker reports; else they compile on the GPU.
-        self._compile_env = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""} if precompile \
-            else {}
+        self._compile_env = dict(COMPILE_ENV) if precompile else {}
         self.notes: list[str] = []  # why compile workers were dropped
         self._all_launched = False
         self.reused = 0  # workers taken over from an earlier pool
@@ -169,14 +182,18 @@ class WorkerPool:
         s = self._compile_setup if role == "compile" else self.setup
         if s.ref.local is not None:
             return LocalWorker(s, self.setup_timeout)
-        kept = _IDLE.get((self.identity, role), [])
-        for w in kept:
-            if w.env == env and w.alive() and _can_load(w, s.ref):
-                kept.remove(w)
-                w.setup_timeout = self.setup_timeout
-                w.retask(s)
-                self.reused += 1
-                return w
+        wait_for_spares()
+        with _IDLE_LOCK:
+            kept = _IDLE.get((self.identity, role), [])
+            found = next((w for w in kept if w.env == env and w.alive() and _can_load(w, s.ref)),
+                         None)
+            if found is not None:
+                kept.remove(found)
+        if found is not None:
+            found.setup_timeout = self.setup_timeout
+            found.retask(s)
+            self.reused += 1
+            return found
         w = Worker(s.ref, seed=s.seed, baseline_json=s.baseline_json,
                    deterministic=s.deterministic, setup_timeout=self.setup_timeout, env=env)
         w.launch()
@@ -258,11 +275,12 @@ class WorkerPool:
             ("compile", w) for w in self.compilers]
         for role, w in roles:
             try:
-                kept = _IDLE.setdefault((self.identity, role), [])
-                if w.idle() and len(kept) < _KEPT_PER_ROLE:
-                    w.unload()
-                    kept.append(w)
-                    continue
+                with _IDLE_LOCK:
+                    kept = _IDLE.setdefault((self.identity, role), [])
+                    if w.idle() and len(kept) < _KEPT_PER_ROLE:
+                        w.unload()
+                        kept.append(w)
+                        continue
             except OSError:  # it died just now
                 pass
             w.close()

@@ -64,7 +64,7 @@ def file_stamp(file: str) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-_PRELOAD = ["tunegate.autotune.worker_child", "tunegate.autotune.runner", "torch", "triton"]
+_PRELOAD = ["tunegate.autotune.server_preload"]
 
 
 def _context(env: dict[str, str]) -> Any:
@@ -99,10 +99,11 @@ class Worker:
     `setup_timeout` bounds loading the task (import, inputs, reference or baseline on draw 0).
     """
 
-    def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None,
+    def __init__(self, ref: TaskRef | None, *, seed: int, baseline_json: str | None,
                  setup_timeout: float = 600.0, deterministic: bool = True,
                  env: dict[str, str] | None = None) -> None:
-        self.setup = Setup(ref, seed, baseline_json, deterministic)
+        self.setup: Setup | None = None if ref is None else \
+            Setup(ref, seed, baseline_json, deterministic).placed()
         self.setup_timeout = setup_timeout
         self.env = dict(env or {})
         self._proc: Any = None
@@ -119,8 +120,17 @@ class Worker:
         self.loaded: dict[str, tuple[int, int] | None] = {}
         self.by_path: dict[str, bool] = {}
 
+    @classmethod
+    def spare(cls, env: dict[str, str]) -> "Worker":
+        """A process started before any task needs it (see `warm`): it makes its CUDA context
+        and waits; `retask` gives it a task."""
+        worker = cls(None, seed=0, baseline_json=None, env=env)
+        worker.launch()
+        return worker
+
     @property
     def ref(self) -> TaskRef:
+        assert self.setup is not None, "a spare worker has no task yet"
         return self.setup.ref
 
     def alive(self) -> bool:
@@ -137,7 +147,8 @@ class Worker:
     def launch(self) -> None:
         """Start the process, which loads the task while the caller goes on; `wait` for it."""
         self.loaded, self.by_path = {}, {}
-        self._note(self.setup.ref)
+        if self.setup is not None:
+            self._note(self.setup.ref)
         ctx = _context(self.env)
         self._conn, child = ctx.Pipe()
         with _environment(self.env):  # the process gets this environment, whichever start
@@ -146,7 +157,7 @@ class Worker:
                 child, self.setup, os.getpid(), self._stderr.name, environ))
             self._proc.start()
         child.close()
-        self._pending = True
+        self._pending = self.setup is not None  # a spare answers nothing until its first task
 
     def retask(self, setup: Setup) -> None:
         """Load another task into the live process (see pool for which); `wait`."""
@@ -172,7 +183,7 @@ class Worker:
         if not self._pending:
             return
         conn = self._conn
-        assert conn is not None
+        assert conn is not None and self.setup is not None
         self._pending = False
         try:
             answered = conn.poll(self.setup_timeout)

@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..outcome import Outcome
+from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
 
 __all__ = ["NotReady", "Ready", "child_main", "classify", "ready"]
@@ -106,10 +107,13 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
     """The runner for `setup` (its task made from `local` where given, see `_load`), and the
     message that says whether it could be made."""
     from ..space.space import Config
-    from .backend import COMPILE_ONLY
     from .runner import BaselineError, Runner, device_facts
 
+    if setup.sys_path:  # where the tuning process finds modules now (a spare started earlier)
+        sys.path[:] = list(setup.sys_path)
     try:
+        if setup.cwd:
+            os.chdir(setup.cwd)
         if os.environ.get(COMPILE_ONLY) == "1":
             from .precompile import TaskCompiler
 
@@ -126,6 +130,24 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
         return None, NotReady(f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
+def _prepare_spare() -> None:
+    """A spare run worker pays its one-time costs before it has a task: its CUDA context and
+    Triton's GPU driver. A compile worker (no GPU) and the interpreter have neither."""
+    if os.environ.get(COMPILE_ONLY) == "1" or os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.zeros(1, device="cuda")
+            torch.cuda.synchronize()
+            import triton
+
+            triton.runtime.driver.active.get_current_device()
+    except Exception:  # noqa: BLE001 - the task's own load reports what is wrong, with context
+        pass
+
+
 def _free_memory() -> None:
     """Give cached GPU memory back (the runner's tensors are freed as it is dropped)."""
     torch = sys.modules.get("torch")
@@ -133,15 +155,18 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str,
+def child_main(conn: Connection, setup: Setup | None, parent: int, stderr_path: str,
                environ: dict[str, str]) -> None:
+    """The worker process: load `setup` (a spare, with None, waits for its first task),
+    then answer requests until the parent closes the pipe."""
     _die_with_parent()
     if not _alive(parent):
         return  # the parent died before the line above took effect
     os.environ.clear()  # the parent's environment, also when forked from a server started
     os.environ.update(environ)  # earlier, under another one
-    from .backend import COMPILE_ONLY
+    from . import warm
 
+    warm.forbid()  # the kernels this process imports must not start workers of their own
     if os.environ.get(COMPILE_ONLY) == "1":
         os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -150,10 +175,14 @@ def child_main(conn: Connection, setup: Setup, parent: int, stderr_path: str,
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from .runner import BaselineError
 
-    runner, message = ready(setup)
-    conn.send(message)
-    if runner is None:
-        return
+    if setup is None:
+        runner: Any = None
+        _prepare_spare()
+    else:
+        runner, message = ready(setup)
+        conn.send(message)
+        if runner is None:
+            return
     while True:
         try:
             request = conn.recv()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,9 +44,17 @@ class TaskRef:
 @dataclass(frozen=True)
 class Setup:
     """What a worker loads: the task, the input seed, the baseline config and whether repeated
-    launches must agree bit for bit. A live worker can be sent a new one (see `Worker.retask`)."""
+    launches must agree bit for bit. A live worker can be sent a new one (see `Worker.retask`).
+    `sys_path` and `cwd` are the tuning process's when it made the setup: a worker started
+    earlier (a spare, a kept one) imports the task from where the program looks now."""
 
     ref: TaskRef
     seed: int
     baseline_json: str | None
     deterministic: bool
+    sys_path: tuple[str, ...] = ()
+    cwd: str = ""
+
+    def placed(self) -> "Setup":
+        """This setup with the current process's import path and folder."""
+        return replace(self, sys_path=tuple(sys.path), cwd=os.getcwd())

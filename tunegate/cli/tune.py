@@ -62,6 +62,7 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
     """The exit code and what to print on stdout."""
     from ..autotune import (Budget, StressCheck, TuneError, Tuner, interpret_without_gpu,
                             resolve_task)
+    from ..autotune.warm import warm_up
 
     try:
         stress = StressCheck(min_launches=args.stress_min, max_launches=args.stress_max,
@@ -69,6 +70,7 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
     except ValueError as e:
         raise UsageError(f"bad stress-check options: {e}") from None
     interpret_without_gpu()  # before the kernel file is imported: triton reads it at @jit
+    warm_up()  # the workers start while the kernel file and the policy load
     task, ref, reference = resolve_task(args.task)
     policy = Policy.load(extra=args.policy)
     tuner = Tuner(task, ref, policy=policy, store=_args.store(args.store),

@@ -1,0 +1,21 @@
+"""What the worker server imports once, before it forks any worker (see `worker._context`).
+
+Everything a worker needs is imported here, and Triton's own cache key (a hash of Triton's
+sources that every process compiling a kernel computes once, about 0.4 s) is computed here, so
+that every forked worker inherits them instead of paying for them. No CUDA call is made: a
+process forked after one could not use the GPU.
+"""
+
+from __future__ import annotations
+
+import torch  # noqa: F401
+import triton  # noqa: F401
+
+from . import runner, worker_child  # noqa: F401
+
+try:
+    from triton.runtime.cache import triton_key
+except ImportError:  # a Triton without it: each worker computes what it needs
+    pass
+else:
+    triton_key()

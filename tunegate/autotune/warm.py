@@ -1,0 +1,68 @@
+"""Workers started before the first tuning needs them.
+
+A worker is a process forked from a server that imported torch and Triton; a GPU run worker
+also makes its CUDA context. Paid at the first tuning, that is seconds (the server's imports
+alone took 4.8 s on an H200 host) that stock Triton, tuning in the program's own process, does
+not pay. A program that will tune therefore calls `warm_up()` as early as it knows: `tunegate
+run` and `tunegate tune` when they start, `install()`, and on a GPU host the first drop-in
+autotuner a program defines. In a background thread it starts the server and spare workers
+(the run worker, and on a GPU host a compile worker per CPU core), which the pools of this
+process take and give their tasks (`pool.WorkerPool`). The program goes on meanwhile.
+
+Nothing is started in a worker process (the kernels it imports define autotuners too), by the
+command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+__all__ = ["forbid", "wait_for_spares", "warm_up"]
+
+log = logging.getLogger(__name__)
+
+_STATE: dict[str, threading.Thread | bool] = {}
+
+
+def forbid() -> None:
+    """Never start spare workers in this process (a worker, a command that does not tune)."""
+    _STATE["forbidden"] = True
+
+
+def warm_up(*, gpu_only: bool = False) -> None:
+    """Start the worker server and spare workers in the background, once per process;
+    `gpu_only`: only on a host whose kernels run on a GPU (decided in the background too)."""
+    if _STATE.get("forbidden") or "thread" in _STATE or os.environ.get("TUNEGATE_WARM") == "0":
+        return
+    thread = threading.Thread(target=_start_spares, args=(gpu_only,), daemon=True,
+                              name="tunegate-warm-up")
+    _STATE["thread"] = thread
+    thread.start()
+
+
+def wait_for_spares(timeout: float | None = None) -> None:
+    """Wait until the spare workers of `warm_up` are started (if it was called): a pool then
+    takes them instead of starting workers of its own beside them."""
+    thread = _STATE.get("thread")
+    if isinstance(thread, threading.Thread) and thread is not threading.current_thread():
+        thread.join(timeout)
+
+
+def _start_spares(gpu_only: bool) -> None:
+    from .pool import COMPILE_ENV, cpu_cores, keep_spare
+    from .worker import Worker, start_server
+
+    try:
+        start_server()  # first: its imports run while this thread imports torch to look
+        from .device import device_kind
+
+        gpu = device_kind() == "gpu"
+        if gpu_only and not gpu:
+            return
+        keep_spare("run0", Worker.spare({}))
+        for _ in range(cpu_cores() if gpu else 0):
+            keep_spare("compile", Worker.spare(dict(COMPILE_ENV)))
+    except Exception as e:  # noqa: BLE001 - warming is an optimisation: tuning starts its own
+        log.debug("spare workers could not be started: %s: %s", type(e).__name__, e)
