@@ -104,3 +104,41 @@ def test_an_all_zero_input_of_the_caller_is_tuned_on():
     x, out, acc = torch.zeros(40), torch.randn(40), torch.randn(40)
     mod.accumulate_kernel[(4,)](x, out, acc, 40)
     assert mod.accumulate_kernel.last_result.best is not None
+
+
+def test_host_copies_are_for_workers_that_cannot_open_the_caller_s_memory():
+    x = torch.randn(6)
+    make = CallerData({"x": x, "n": 6}, seed=3)
+    host = make.on_host()
+    assert host.storages[0].device.type == "cpu" and host.template == make.template
+    assert torch.equal(host(3, "cpu")["x"], x) and torch.equal(host(4, "cpu")["x"],
+                                                              make(4, "cpu")["x"])
+
+
+@pytest.mark.gpu
+def test_a_gpu_call_is_shared_with_the_worker_without_a_host_copy():
+    # The worker opens the caller's own GPU memory (CUDA IPC), copies it there and never
+    # writes it; nothing of it is copied to host memory on the way.
+    import multiprocessing as mp
+
+    storage = torch.randn(1 << 20, device="cuda")
+    x = storage[10:1010]
+    make = CallerData({"x": x, "n": 1000}, seed=0)
+    assert make.storages[0].data_ptr() == storage.data_ptr()  # the caller's, not a copy
+    before = storage.clone()
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_sum_in_worker, args=(child,))
+    proc.start()
+    parent.send(make)
+    got = parent.recv()
+    proc.join(60)
+    assert got == pytest.approx(float(x.double().sum()), rel=1e-6)
+    assert torch.equal(storage, before)
+
+
+def _sum_in_worker(conn: Any) -> None:
+    make = conn.recv()
+    args = make(0, "cuda")
+    args["x"].mul_(2)  # the worker's own copy
+    conn.send(float(args["x"].double().sum()) / 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +39,13 @@ class CallerData:
     give row i the std of another row). NOISE is 2 ulp of bfloat16, so even bf16 values differ
     between draws.
 
-    One host copy is kept per distinct storage and dtype (views of one storage share it, and
-    keep their aliasing in each draw); every draw copies it to the device, a host round trip
-    that a large tensor pays in memory and time.
+    One storage is kept per distinct storage and dtype of the call (views of one storage share
+    it, and keep their aliasing in each draw). A GPU storage is the caller's own, not a copy: a
+    worker on the same GPU opens it through CUDA IPC (torch's pickling of CUDA tensors) and
+    copies it there, device to device, with no host round trip; it is only read, and only while
+    the call that is being tuned waits. A worker that sees another GPU gets host copies
+    (`on_host`). A host storage is copied at once, so that sending it (through shared memory)
+    never moves the caller's own tensor.
     """
 
     def __init__(self, args: Args, *, seed: int) -> None:
@@ -57,7 +62,7 @@ class CallerData:
             if where not in seen:
                 seen[where] = len(self.storages)
                 flat = value.detach().as_strided((size,), (1,), 0)
-                self.storages.append(flat.to("cpu", copy=True))
+                self.storages.append(flat if flat.is_cuda else flat.to("cpu", copy=True))
             self.template[name] = _Layout(seen[where], tuple(value.shape), tuple(value.stride()),
                                           value.storage_offset())
 
@@ -66,24 +71,33 @@ class CallerData:
         return CallerSpecs({name: _Spec(str(self.storages[e.storage].dtype).removeprefix("torch."))
                             if isinstance(e, _Layout) else e for name, e in self.template.items()})
 
+    def on_host(self) -> "CallerData":
+        """This data with every storage in host memory: for a worker that cannot open this
+        process's GPU memory (one that sees another GPU)."""
+        host = copy.copy(self)
+        host.storages = [flat.to("cpu", copy=True) for flat in self.storages]
+        return host
+
     def __call__(self, seed: int, device: str) -> Args:
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(device=device).manual_seed(seed)
         storages = [self._storage(flat, seed, gen, device) for flat in self.storages]
         return {name: storages[e.storage].as_strided(e.shape, e.stride, e.offset)
                 if isinstance(e, _Layout) else e for name, e in self.template.items()}
 
     def _storage(self, flat: torch.Tensor, seed: int, gen: torch.Generator,
                  device: str) -> torch.Tensor:
-        """One storage on `device` for draw `seed`: the caller's values, or perturbed floats."""
+        """One storage on `device` for draw `seed`: the caller's values, or perturbed floats
+        (drawn on `device`)."""
+        own = flat.to(device, copy=True)
         if seed == self.seed or not flat.dtype.is_floating_point:
-            return flat.to(device, copy=True)
+            return own
         wide = torch.promote_types(flat.dtype, torch.float32)
-        scale = torch.rand(flat.shape, generator=gen, dtype=wide).mul_(2 * NOISE).add_(1 - NOISE)
-        exact = flat.to(wide)
+        scale = torch.rand(own.shape, generator=gen, dtype=wide, device=device)
+        exact = own.to(wide)
         # A finite value stays finite: mask fills such as finfo(float16).min must not become -inf.
         info = torch.finfo(flat.dtype)
-        moved = (exact * scale).clamp_(info.min, info.max).where(exact.isfinite(), exact)
-        return moved.to(dtype=flat.dtype).to(device)
+        moved = (exact * scale.mul_(2 * NOISE).add_(1 - NOISE)).clamp_(info.min, info.max)
+        return moved.where(exact.isfinite(), exact).to(dtype=flat.dtype)
 
 
 class CallerSpecs:

@@ -14,6 +14,7 @@ import atexit
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Hashable
 
 from ..errors import TunegateError
@@ -178,10 +179,28 @@ class WorkerPool:
         return self.runs[0]
 
     def _take(self, role: str, env: dict[str, str]) -> Worker | LocalWorker:
-        """A kept worker of this role and device, re-tasked; else a new one, launched."""
+        """A kept worker of this role and device, re-tasked; else a new one, launched. A run
+        worker that sees one GPU of several gets the call's tensors as host copies; so does
+        any worker, should this process's GPU memory fail to be shared (CUDA IPC)."""
         s = self._compile_setup if role == "compile" else self.setup
         if s.ref.local is not None:
             return LocalWorker(s, self.setup_timeout)
+        if role != "compile" and "CUDA_VISIBLE_DEVICES" in env:
+            s = replace(s, ref=s.ref.on_host())
+        try:
+            return self._give(role, env, s)
+        except (KeyboardInterrupt, OSError):
+            raise
+        except Exception as e:  # noqa: BLE001 - what pickling a GPU tensor for IPC raises
+            host = replace(s, ref=s.ref.on_host())
+            if host.ref.inputs is s.ref.inputs:
+                raise
+            self.notes.append(f"the call's GPU tensors could not be shared with a worker "
+                              f"({type(e).__name__}: {str(e)[:200]}); it got host copies")
+            return self._give(role, env, host)
+
+    def _give(self, role: str, env: dict[str, str], s: Setup) -> Worker:
+        """`s` given to a kept worker of this role and device, else to a new one."""
         wait_for_spares()
         with _IDLE_LOCK:
             kept = _IDLE.get((self.identity, role), [])
@@ -189,15 +208,20 @@ class WorkerPool:
                          None)
             if found is not None:
                 kept.remove(found)
-        if found is not None:
-            found.setup_timeout = self.setup_timeout
+        if found is None:
+            w = Worker(s.ref, seed=s.seed, baseline_json=s.baseline_json,
+                       deterministic=s.deterministic, setup_timeout=self.setup_timeout, env=env)
+            w.launch()
+            return w
+        found.setup_timeout = self.setup_timeout
+        try:
             found.retask(s)
-            self.reused += 1
-            return found
-        w = Worker(s.ref, seed=s.seed, baseline_json=s.baseline_json,
-                   deterministic=s.deterministic, setup_timeout=self.setup_timeout, env=env)
-        w.launch()
-        return w
+        except BaseException:  # the setup could not be sent: the worker is as it was
+            with _IDLE_LOCK:
+                kept.append(found)
+            raise
+        self.reused += 1
+        return found
 
     def launch(self, first_only: bool = False) -> None:
         """Start (or re-task) the workers not yet started, without waiting for them to load

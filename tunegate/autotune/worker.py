@@ -173,9 +173,11 @@ class Worker:
         self.by_path[ref.file] = self.by_path.get(ref.file, False) or ref.module is None
 
     def unload(self) -> None:
-        """Have the idle process drop the task's inputs and expected outputs (no answer)."""
+        """Have the idle process drop the task's inputs and expected outputs (no answer), and
+        drop the task here too: a call's inputs may hold the program's own GPU tensors."""
         assert self._conn is not None and not self._pending
         self._conn.send(None)
+        self.setup = None
 
     def wait(self) -> None:
         """Wait for the task to load; raises WorkerSetupError (BaselineFailed) if it did not,

@@ -34,6 +34,12 @@ class TaskRef:
         specs = getattr(self.inputs, "specs", None)
         return replace(self, inputs=specs()) if specs is not None else self
 
+    def on_host(self) -> "TaskRef":
+        """This ref for a worker that cannot open this process's GPU memory: a call's tensors
+        as host copies (`CallerData.on_host`)."""
+        move = getattr(self.inputs, "on_host", None)
+        return replace(self, inputs=move()) if move is not None else self
+
     def here(self, obj: Any) -> "TaskRef":
         """This ref, its task made in this process from `obj` itself (the outermost object
         of the `.fn` chain that `call` walks), for a `LocalWorker`."""
