@@ -8,10 +8,16 @@ process forked after one could not use the GPU.
 
 from __future__ import annotations
 
-import torch  # noqa: F401
-import triton  # noqa: F401
+import signal
 
-from . import runner, worker_child  # noqa: F401
+# A Ctrl-C while the server imports is the program's to report, not a traceback of the server's
+# (the server ignores SIGINT from the moment its imports end; its workers get the default back).
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+import torch  # noqa: E402, F401
+import triton  # noqa: E402, F401
+
+from . import runner, worker_child  # noqa: E402, F401
 
 try:
     from triton.runtime.cache import triton_key
@@ -19,3 +25,5 @@ except ImportError:  # a Triton without it: each worker computes what it needs
     pass
 else:
     triton_key()
+
+signal.signal(signal.SIGINT, signal.default_int_handler)

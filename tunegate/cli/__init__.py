@@ -21,7 +21,6 @@ __all__ = ["EXIT_DETECTED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_US
            "build_parser", "main"]
 
 
-_TUNING_VERBS = ("tune", "run")  # and `policy verify`: they start worker processes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,10 +40,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.program = program
     except SystemExit as e:  # --help (0) or a bad command line (2, said on stderr)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    if args.verb not in _TUNING_VERBS and getattr(args, "policy_verb", None) != "verify":
-        from ..autotune import warm
-
-        warm.forbid()  # a kernel file it imports must not start tuning workers
     try:
         code: int = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

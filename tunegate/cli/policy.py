@@ -20,11 +20,15 @@ __all__ = ["add_parsers", "kernel", "parse_config"]
 MAX_CONFIG_TEXT = 10_000
 
 
-def kernel(reference: str | None) -> tuple[KernelTraits | None, Any]:
-    """Traits and, for a Task or an autotuned kernel, its task, from `FILE:NAME`/`module:NAME`."""
+def kernel(reference: str | None, *, tunes: bool = False) -> tuple[KernelTraits | None, Any]:
+    """Traits and, for a Task or an autotuned kernel, its task, from `FILE:NAME`/`module:NAME`;
+    unless the command `tunes`, the autotuners the file defines start no workers."""
     if reference is None:
         return None, None
-    from ..autotune import kernel_task
+    from ..autotune import kernel_task, warm
+
+    if not tunes:
+        warm.forbid()
 
     with _args.user_output_to_stderr():
         found, task = kernel_task(reference)

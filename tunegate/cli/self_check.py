@@ -31,7 +31,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_suggest(args: argparse.Namespace) -> int:
     from ..autotune.suggest import render_suggestions, suggest
 
-    task = kernel(args.kernel)[1] if args.kernel else None
+    task = kernel(args.kernel, tunes=True)[1] if args.kernel else None
     if args.kernel and task is None:
         raise UsageError(f"{args.kernel} is not a tunegate Task: --kernel needs one")
     store = existing_store(args)
