@@ -72,3 +72,28 @@ def test_no_spare_is_started_where_nothing_tunes(tmp_path, how):
         """, tmp_path, **({"TUNEGATE_WARM": "0"} if how != "forbid" else {}))
     assert done.returncode == 0, done.stderr
     assert "spares 0" in done.stdout
+
+
+def test_a_spare_started_while_a_script_runs_does_not_run_the_script(tmp_path):
+    """`tunegate run SCRIPT` warms while the script runs as `__main__`; multiprocessing would
+    have a new process run that script's top level first, side effects and all."""
+    marker = tmp_path / "ran_in"
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(f"""
+        import os
+        from pathlib import Path
+        with Path({str(marker)!r}).open("a") as f:
+            f.write(str(os.getpid()) + "\\n")
+        if __name__ == "__main__":
+            from tunegate.autotune import warm
+            from tunegate.autotune.pool import idle_workers
+
+            warm.warm_up()
+            warm.wait_for_spares()
+            print("spares", len(idle_workers()), [w.alive() for w in idle_workers()])
+        """))
+    done = python(f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')",
+                  tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "spares 1 [True]" in done.stdout, done.stdout
+    assert len(marker.read_text().split()) == 1  # the program's own run, no worker's

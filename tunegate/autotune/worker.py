@@ -14,6 +14,7 @@ import threading
 import tempfile
 import time
 from contextlib import contextmanager
+from multiprocessing import spawn
 from multiprocessing.connection import Connection
 from typing import Any, Iterator
 
@@ -92,6 +93,25 @@ def start_server() -> None:
     _context({})
 
 
+_WITHOUT_MAIN = threading.local()
+_stdlib_preparation_data = spawn.get_preparation_data
+
+
+def _preparation_data(name: str) -> dict[str, Any]:
+    """What multiprocessing sends a new process to prepare it, less the program's main module
+    while this thread starts a spare (`Worker.spare`): a spare starts while the program may
+    be running its script as `__main__`, and must not run the script's top level (a task
+    names its own file; the worker imports that when given the task)."""
+    data = _stdlib_preparation_data(name)
+    if getattr(_WITHOUT_MAIN, "on", False):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
+spawn.get_preparation_data = _preparation_data
+
+
 class Worker:
     """One isolated process running one task's configs, replaced after a crash or timeout.
 
@@ -125,7 +145,11 @@ class Worker:
         """A process started before any task needs it (see `warm`): it makes its CUDA context
         and waits; `retask` gives it a task."""
         worker = cls(None, seed=0, baseline_json=None, env=env)
-        worker.launch()
+        _WITHOUT_MAIN.on = True
+        try:
+            worker.launch()
+        finally:
+            _WITHOUT_MAIN.on = False
         return worker
 
     @property
