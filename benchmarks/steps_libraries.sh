@@ -3,15 +3,18 @@
 # LIBRARY_STEPS picks them, in this order (default: peer_liger helion):
 # - force_fla: each config of the fla kernel the shipped policy excludes on a call, forced and
 #   run through fla's own test FORCE_REPEAT times (is the exclusion right? issue 17);
+# - helion: Helion's softmax and matmul autotuned through the adapter (issue 17), HELION_S s;
 # - peer_liger, peer_fla: the library's cases (peer/ids_*.txt) stock, then twice through
 #   `tunegate run -m pytest` (issues 15, 16); LIMITS_liger / LIMITS_fla: "stock first second" s;
-# - helion: Helion's softmax and matmul autotuned through the adapter (issue 17);
 # - rule_review: what the shipped policy removes from the libraries' autotune lists (issue 17).
 FORCE_TESTS=${FORCE_TESTS:-"tests/ops/test_ttt.py::test_chunk[B1-T63-H1-D64-scale1-chunk_size16-torch.float16]"}
 wanted() { [[ " ${LIBRARY_STEPS:-peer_liger helion} " == *" $1 "* ]]; }
 wanted force_fla && step force_fla 90 bash -c "cd peer/fla && $PY ../../benchmarks/force_configs.py \
     --kernel chunk_bwd_kernel_dqke --repeat ${FORCE_REPEAT:-5} \
     --json $WORK/results/force_fla.json -- '$FORCE_TESTS'"
+wanted helion && step helion ${HELION_S:-80} bash -c "$PY benchmarks/helion_gpu.py --effort quick \
+    --generations 3 > $WORK/results/helion_h200.jsonl; echo exit=\$?; \
+    cat $WORK/results/helion_h200.jsonl"
 for lib in liger fla; do
     limits_var=LIMITS_$lib
     read -r s1 s2 s3 <<< "${!limits_var:-90 100 45}"
@@ -19,9 +22,6 @@ for lib in liger fla; do
         IDS_GIVEN=1 LIMITS_$lib='$s1 $s2 $s3' OUT=$WORK/results/peer_$lib \
         bash ../benchmarks/peer_suite.sh && rm -f $WORK/results/peer_$lib/peer.tgz"
 done
-wanted helion && step helion 80 bash -c "$PY benchmarks/helion_gpu.py --effort quick \
-    --generations 3 > $WORK/results/helion_h200.jsonl; echo exit=\$?; \
-    cat $WORK/results/helion_h200.jsonl"
 wanted rule_review && step rule_review 90 "$PY" benchmarks/rule_review.py \
     --json "$WORK/results/rule_review_h200.json"
 true
