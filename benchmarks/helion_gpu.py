@@ -1,7 +1,7 @@
 """Helion's softmax and matmul autotuned on a GPU through tunegate's adapter: what the gate removed,
 what it checked, the winner and its time, as one JSON object per kernel.
 
-    python benchmarks/helion_gpu.py [--effort quick] [--generations 3] > helion.json
+    python benchmarks/helion_gpu.py [--effort quick] [--generations 3] [--kernels matmul] > helion.json
 """
 
 from __future__ import annotations
@@ -66,13 +66,16 @@ def main() -> None:
     parser.add_argument("--effort", default="quick", choices=["quick", "full"])
     parser.add_argument("--generations", type=int, default=None,
                         help="at most this many generations of Helion's search")
+    parser.add_argument("--kernels", nargs="+", default=["softmax", "matmul"],
+                        choices=["softmax", "matmul"], help="which kernels, in this order")
     args = parser.parse_args()
     x = torch.randn(4096, 2048, device="cuda", dtype=torch.float16)
     a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
     b = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
     kernels = [("softmax", softmax, (x,), lambda t: torch.softmax(t.float(), 1).to(t.dtype)),
                ("matmul", matmul, (a, b), lambda p, q: (p.float() @ q.float()).to(p.dtype))]
-    for name, fn, call, reference in kernels:  # each row as soon as it is done
+    for name, fn, call, reference in [k for want in args.kernels for k in kernels
+                                      if k[0] == want]:  # each row as soon as it is done
         row = run(name, fn, call, reference, args.effort, args.generations)
         print(json.dumps(row, default=str), flush=True)
 

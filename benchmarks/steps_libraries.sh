@@ -3,7 +3,8 @@
 # LIBRARY_STEPS picks them, in this order (default: peer_liger helion):
 # - force_fla: each config of the fla kernel the shipped policy excludes on a call, forced and
 #   run through fla's own test FORCE_REPEAT times (is the exclusion right? issue 17);
-# - helion: Helion's softmax and matmul autotuned through the adapter (issue 17), HELION_S s;
+# - helion: Helion's softmax and matmul autotuned through the adapter (issue 17), HELION_S s,
+#   HELION_KERNELS (default "softmax matmul");
 # - peer_liger, peer_fla: the library's cases (peer/ids_*.txt) stock, then twice through
 #   `tunegate run -m pytest` (issues 15, 16); LIMITS_liger / LIMITS_fla: "stock first second" s;
 # - rule_review: what the shipped policy removes from the libraries' autotune lists (issue 17).
@@ -13,7 +14,7 @@ wanted force_fla && step force_fla 90 bash -c "cd peer/fla && $PY ../../benchmar
     --kernel chunk_bwd_kernel_dqke --repeat ${FORCE_REPEAT:-5} \
     --json $WORK/results/force_fla.json -- '$FORCE_TESTS'"
 wanted helion && step helion ${HELION_S:-80} bash -c "$PY benchmarks/helion_gpu.py --effort quick \
-    --generations 3 > $WORK/results/helion_h200.jsonl; echo exit=\$?; \
+    --generations 3 --kernels ${HELION_KERNELS:-softmax matmul} > $WORK/results/helion_h200.jsonl; echo exit=\$?; \
     cat $WORK/results/helion_h200.jsonl"
 for lib in liger fla; do
     limits_var=LIMITS_$lib
