@@ -24,6 +24,10 @@ H200_RULES = {
     "warp-specialize-before-blackwell": {"compile_error", "crashed"},
 }
 
+# The #6691 race at 3-4 stages was wrong in 2% of launches on one H200 and in 1 of 2000 on
+# another day's (benchmarks/results/session-0412): 1000 launches may not see it.
+_FOUND = {"dot-trans-with-sum-deep-pipeline": {"present", "not_reproduced"}}
+
 
 def _hopper_with_triton_before_3_9():
     import torch
@@ -43,7 +47,7 @@ def test_every_builtin_cuda_rule_is_still_present_on_hopper():
     assert set(checks) == set(H200_RULES)
     for rule, shows in H200_RULES.items():
         c = checks[rule]
-        assert c.state == "present" and c.agrees, (rule, c.why, c.outcomes)
+        assert c.state in _FOUND.get(rule, {"present"}) and c.agrees, (rule, c.why, c.outcomes)
         assert {o.status for o in c.outcomes if o.status != "ok"} <= shows, (rule, c.outcomes)
         failing = [o for o in c.outcomes if o.status != "ok"]
         assert all(o.summary for o in failing), rule  # the evidence: mismatches or the error
@@ -58,4 +62,5 @@ def test_the_cli_says_so_in_one_command():
     out = run_cli("policy", "verify", "--json")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     states = {c["rule"]: c["state"] for c in json.loads(out.stdout)["checks"]}
-    assert states == dict.fromkeys(H200_RULES, "present")
+    assert set(states) == set(H200_RULES)
+    assert all(state in _FOUND.get(rule, {"present"}) for rule, state in states.items()), states

@@ -17,6 +17,7 @@ from tunegate.policy.verdict import match_rule, rule_state
 
 SPLITK = KERNELS / "repro_splitk.py"
 COPY = KERNELS / "repro_copy.py"
+RACE = KERNELS / "repro_copy_race.py"
 H200 = {"triton": "3.6.0", "device": "cuda", "capability": "9.0"}
 
 
@@ -103,6 +104,18 @@ def test_a_fixed_bug_shows_the_until_to_write_and_writing_it_agrees(write_policy
     lifted = write_policy("schema = 1\n" + rule("copy", COPY, "range_num_stages", check.until))
     [again] = verify(Policy.from_files(lifted), env)
     assert again.state == "fixed" and again.assumed == "fixed" and exit_code([again]) == 0
+
+
+def test_an_intermittent_bug_that_does_not_show_is_not_reproduced_and_not_called_fixed(
+        write_policy):
+    path = write_policy("schema = 1\n" + rule("race", RACE, "range_num_stages"))
+    [check] = verify(Policy.from_files(path), here())
+    assert check.state == "not_reproduced" and check.assumed == "present" and check.agrees
+    assert check.until is None and "in 3 poisoned launches each" in check.why
+    assert "proves no fix" in check.why
+    assert all(o.status == "ok" and o.checked.startswith("stress-checked")
+               for o in check.outcomes)
+    assert exit_code([check]) == 0
 
 
 def test_a_lifted_rule_whose_bug_is_still_there_differs(write_policy):

@@ -1,11 +1,13 @@
 """`tunegate policy verify`: run each rule's reproducer here and say whether its bug is still
-present, fixed here, or not testable here.
+present, fixed here, not reproduced (an intermittent bug that did not show in the launches
+made, which proves no fix), or not testable here.
 
 A rule's `until` is a guess about a future release; this checks it on the machine at hand. The
 reproducer's task is checked over exactly the configs the rule covers, against the baseline
 config with every feature off, in isolated workers as tuning does (so a crash or a sticky CUDA
 error costs one config). The exit code says whether every tested rule is in the state the
-policy assumes: present where the rule applies, fixed where its `until` lifted it.
+policy assumes: present where the rule applies, fixed where its `until` lifted it; a bug not
+reproduced agrees with either.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ __all__ = ["EXIT_DIFFERS", "ConfigOutcome", "RuleCheck", "VerifyError", "exit_co
 EXIT_DIFFERS = 3
 """`policy verify`'s exit code when a tested rule's bug is not in the state the policy assumes."""
 
-State = Literal["present", "fixed", "not_testable"]
+State = Literal["present", "fixed", "not_reproduced", "not_testable"]
 _DRAWS_FOR_STRESS = 12
 
 
@@ -68,8 +70,9 @@ class RuleCheck(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def agrees(self) -> bool:
-        """Whether the state found is the one the policy assumes (untested rules agree)."""
-        return self.state == "not_testable" or self.state == self.assumed
+        """Whether the state found is the one the policy assumes (untested rules, and
+        intermittent bugs not reproduced, agree)."""
+        return self.state in ("not_testable", "not_reproduced") or self.state == self.assumed
 
 
 def _select(policy: Policy, rule_ids: Sequence[str]) -> list[Rule]:
@@ -199,6 +202,12 @@ def _judged(check: RuleCheck, rep: Reproducer, env: Environment, trials: list[Tr
             why += f", but the rule is {lifted_why}"
         return check.model_copy(update={"state": "present", "why": why, "outcomes": outcomes})
     why = f"all {len(trials)} covered configs are right here"
+    if rep.launches:  # an intermittent bug: absence in n launches bounds its rate, no more
+        why += (f" in {rep.launches} poisoned launches each; a bug showing in fewer than "
+                f"{3 / rep.launches:.2%} of launches would go unseen 95% of the time, so "
+                "this proves no fix: the rule stays as it is")
+        return check.model_copy(update={"state": "not_reproduced", "why": why,
+                                        "outcomes": outcomes})
     until = None
     if check.assumed == "present" and env.triton:
         until = f'[rule.until]\ntriton = ">={env.triton}"'
@@ -207,7 +216,8 @@ def _judged(check: RuleCheck, rep: Reproducer, env: Environment, trials: list[Tr
                                     "until": until})
 
 
-_LABEL = {"present": "still present", "fixed": "fixed here", "not_testable": "not testable here"}
+_LABEL = {"present": "still present", "fixed": "fixed here", "not_reproduced": "not reproduced",
+          "not_testable": "not testable here"}
 
 
 def render_checks(checks: list[RuleCheck]) -> str:

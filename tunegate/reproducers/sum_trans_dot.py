@@ -1,7 +1,9 @@
 """triton-lang/triton#6691: one loop accumulating tl.sum(a) and tl.dot(tl.trans(a), b). On an
 H200 (Triton 3.6.0, fp16, N=5000, D=128, block 64, 4 warps) num_stages=2 was wrong in every
 launch and num_stages=3 and 4 in about 2% of launches (shared/evidence/race_6691_h200.json), so
-configs that pass their draws get 1000 poisoned launches: a 2% race escapes them with p < 1e-8."""
+configs that pass their draws get 1000 poisoned launches: a 2% race escapes them with p < 1e-8.
+On another H200 on 2026-12-04 the race showed in 1 of 2000 launches (benchmarks/race_6691.py),
+which 1000 launches miss more often than not: `policy verify` then says "not reproduced"."""
 
 import torch
 import triton
