@@ -62,6 +62,9 @@ def test_run_on_a_gpu_ends_with_gpu_timed_rows(tmp_path):
     assert done.stdout.strip() == "ok True True"
     rows = [line for line in done.stderr.splitlines() if line.startswith("add_kernel")]
     assert len(rows) == 2 and all(" ms " in r and "2 (all kept)" in r for r in rows), rows
+    # the kept worker gave back the program's GPU memory it had opened (CUDA IPC) when its
+    # tasks were unloaded, before the program ended
+    assert "shared CUDA tensors" not in done.stderr, done.stderr
 
 
 def test_run_prints_no_table_when_nothing_was_tuned(tmp_path):

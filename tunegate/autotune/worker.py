@@ -177,8 +177,9 @@ class Worker:
         self._conn, child = ctx.Pipe()
         with _environment(self.env):  # the process gets this environment, whichever start
             environ = dict(os.environ)
+            first = [] if self.setup is None else [self.setup]
             self._proc = ctx.Process(target=child_main, daemon=True, args=(
-                child, self.setup, os.getpid(), self._stderr.name, environ))
+                child, first, os.getpid(), self._stderr.name, environ))
             self._proc.start()
         child.close()
         self._pending = self.setup is not None  # a spare answers nothing until its first task

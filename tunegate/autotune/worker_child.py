@@ -155,10 +155,12 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def child_main(conn: Connection, setup: Setup | None, parent: int, stderr_path: str,
+def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: str,
                environ: dict[str, str]) -> None:
-    """The worker process: load `setup` (a spare, with None, waits for its first task),
-    then answer requests until the parent closes the pipe."""
+    """The worker process: load the task in `first` (a spare, with none, waits for its first
+    task), then answer requests until the parent closes the pipe. The task is taken out of
+    `first`, which multiprocessing keeps for the process's whole life: an unloaded task must
+    leave nothing behind, above all not the caller's GPU memory, shared (CUDA IPC)."""
     _die_with_parent()
     if not _alive(parent):
         return  # the parent died before the line above took effect
@@ -175,11 +177,11 @@ def child_main(conn: Connection, setup: Setup | None, parent: int, stderr_path: 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from .runner import BaselineError
 
-    if setup is None:
+    if not first:
         runner: Any = None
         _prepare_spare()
     else:
-        runner, message = ready(setup)
+        runner, message = ready(first.pop())
         conn.send(message)
         if runner is None:
             return
