@@ -50,6 +50,8 @@ def close_idle_workers() -> None:
         workers = [w for kept in _IDLE.values() for w in kept]
         _IDLE.clear()
     for w in workers:
+        w.kill()
+    for w in workers:
         w.close()
 
 

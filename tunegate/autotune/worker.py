@@ -274,6 +274,14 @@ class Worker:
             self.stop()
         return Reply(outcome, error=value, seconds=elapsed)
 
+    def kill(self) -> None:
+        """Send the process SIGKILL without waiting for it to end (`stop` waits): many workers
+        ended at once tear their CUDA contexts down side by side, not one after another."""
+        with self._stopping:
+            proc = self._proc
+        if proc is not None and proc.is_alive():
+            proc.kill()
+
     def stop(self) -> None:
         """Kill the process and close its pipe; safe to call twice, from two threads."""
         with self._stopping:
