@@ -21,8 +21,6 @@ __all__ = ["EXIT_DETECTED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_US
            "build_parser", "main"]
 
 
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _args.Parser(prog="tunegate", description=__doc__.splitlines()[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
