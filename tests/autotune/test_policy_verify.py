@@ -18,6 +18,7 @@ from tunegate.policy.verdict import match_rule, rule_state
 SPLITK = KERNELS / "repro_splitk.py"
 COPY = KERNELS / "repro_copy.py"
 RACE = KERNELS / "repro_copy_race.py"
+SPLITK_RACE = KERNELS / "repro_splitk_race.py"
 H200 = {"triton": "3.6.0", "device": "cuda", "capability": "9.0"}
 
 
@@ -116,6 +117,13 @@ def test_an_intermittent_bug_that_does_not_show_is_not_reproduced_and_not_called
     assert all(o.status == "ok" and o.checked.startswith("stress-checked")
                for o in check.outcomes)
     assert exit_code([check]) == 0
+
+
+def test_an_intermittent_bug_that_shows_is_still_present(write_policy):
+    path = write_policy("schema = 1\n" + rule("splitk", SPLITK_RACE, "split_k"))
+    [check] = verify(Policy.from_files(path), here())
+    assert check.state == "present" and check.agrees and exit_code([check]) == 0
+    assert {o.status for o in check.outcomes} == {"wrong"}
 
 
 def test_a_lifted_rule_whose_bug_is_still_there_differs(write_policy):
