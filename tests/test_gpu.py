@@ -3,8 +3,6 @@
 Run on a GPU machine with `python -m pytest -m gpu`; without a GPU these skip.
 """
 
-from typing import Any
-
 import pytest
 
 from tests.conftest import KERNELS, ROOT
@@ -93,36 +91,17 @@ def test_the_check_catches_the_hazard_when_the_rule_is_only_experimental(tmp_pat
     assert result.best["INNER_STAGES"] == 1
 
 
-def _plain_wrong_launches(race: Any, stages: int, draws: int, launches: int) -> int:
-    """How many poisoned launches of the #6691 kernel at `stages` stages are wrong, launched
-    with plain Triton, back to back."""
-    import torch
-
-    wrong = 0
-    for seed in range(draws):
-        args = race.TASK.make_inputs(seed, "cuda")
-        want = [t.float() for t in race.reference(**args)]
-        outs = []
-        for _ in range(launches):
-            args["out_a_ptr"].fill_(float("nan"))
-            args["out_ab_ptr"].fill_(float("nan"))
-            race.sum_and_trans_dot[(1,)](**args, BLOCK=64, num_warps=4, num_stages=stages)
-            outs.append((args["out_a_ptr"].clone(), args["out_ab_ptr"].clone()))
-        wrong += sum(not all(torch.allclose(g, w, 1e-2, 1e-1) for g, w in zip(out, want))
-                     for out in outs)
-    return wrong
-
-
 def test_intermittent_6691_race_at_four_stages_is_rejected_by_the_stress_check(tmp_path):
     """triton#6691 at num_stages=4 (fp16, block 64, 4 warps) was wrong in ~2% of launches on an
     H200: the built-in policy makes it experimental, and the stress check must reject it."""
+    from benchmarks.race_6691 import measure
     from tests.kernels import race_6691
     from tunegate.autotune.stress import StressCheck
 
     # The race's rate is the GPU's, not ours: 2% on one H200, 1 in 2000 on another day's
     # (benchmarks/results/session-0412). Measured first with plain Triton; under 0.5% no
     # affordable check catches it reliably, and the test says so instead of flaking.
-    wrong = _plain_wrong_launches(race_6691, stages=4, draws=4, launches=500)
+    wrong = measure(64, 4, 4, draws=4, launches=500, sync=False)["wrong_launches"]
     if wrong < 10:
         pytest.skip(f"the #6691 race showed in {wrong} of 2000 plain launches on this GPU today")
     # draws=0: no quick check first, so the stress check alone decides. Experimental configs
