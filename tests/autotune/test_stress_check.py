@@ -37,6 +37,14 @@ def test_a_fast_config_wrong_in_one_of_seven_launches_is_never_returned(tmp_path
     assert by_mode[0].status == "ok" and by_mode[0].checked().startswith("stress-checked: 19")
 
 
+def test_a_short_tunings_winner_gets_the_minimum_and_extra_launches_for_two_percent_of_it():
+    short = StressCheck().resolved("gpu", tuned_seconds=3.0)
+    assert short.min_launches == 200 and short.draws == 12 and short.seconds == pytest.approx(0.06)
+    assert StressCheck().resolved("gpu", tuned_seconds=100.0).seconds == 0.25
+    assert StressCheck(seconds=1.0).resolved("gpu", tuned_seconds=3.0).seconds == 1.0  # asked for
+    assert StressCheck().resolved("interpreter", tuned_seconds=3.0).seconds == 2.0
+
+
 def test_stress_sizing_defaults_and_validation():
     gpu = StressCheck().resolved("gpu")
     assert gpu.min_launches == 200 and (1 - 0.02) ** gpu.min_launches < 0.02

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Hashable
+from typing import Hashable, Iterator
 
 from ..errors import TunegateError
 from ..space.space import Config
@@ -25,7 +26,7 @@ from .messages import Compile, Reply
 from .warm import wait_for_spares
 from .worker import Setup, TaskRef, Worker, WorkerSetupError, file_stamp
 
-__all__ = ["COMPILE_ENV", "WorkerPool", "close_idle_workers", "idle_workers", "cpu_cores",
+__all__ = ["COMPILE_ENV", "WorkerPool", "close_idle_workers", "idle_workers", "compile_cores",
            "device_count", "keep_spare", "visible_devices"]
 
 # A compile worker's environment: it sees no GPU and compiles for the run worker's target.
@@ -110,8 +111,7 @@ def _devices_from_env(text: str) -> int:
 
 
 def cpu_cores(cap: int = 32) -> int:
-    """The CPU cores this process may run on (its affinity), at most `cap`: how many
-    processes compile at once by default."""
+    """The CPU cores this process may run on (its affinity), at most `cap`."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -120,6 +120,12 @@ def cpu_cores(cap: int = 32) -> int:
 
 
 _ENV_PREFIXES = ("TRITON", "CUDA", "TUNEGATE", "TORCH", "PYTORCH", "NVIDIA", "MLIR", "LLVM")
+
+
+def compile_cores(devices: int = 1) -> int:
+    """How many processes compile at once by default: a core each, less one core for each run
+    worker, which launches kernels to time them while the other configs compile."""
+    return max(1, cpu_cores() - devices)
 
 
 def _steering() -> Hashable:
@@ -150,7 +156,7 @@ def _try_wait(worker: Worker | LocalWorker) -> WorkerSetupError | None:
 
 
 class WorkerPool:
-    """`runs` (one per device) take the requests that launch kernels; `compile_all` spreads
+    """`runs` (one per device) take the requests that launch kernels; `compile_stream` spreads
     compile requests over the compile workers. `launch` starts or re-tasks them without
     waiting; `start` waits."""
 
@@ -279,21 +285,48 @@ class WorkerPool:
                 w.close()
         self.compilers = [w for w in self.compilers if w.alive()]
 
-    def compile_all(self, configs: list[Config], timeout: float, target: str | None = None
-                    ) -> list[tuple[Config, Reply]]:
-        """Compile `configs` in parallel (for `target`, in compile workers without a GPU);
-        each with its reply. Without compile workers, none."""
-        n = len(self.compilers)
-        if n == 0:
-            return []
-        jobs = [configs[i::n] for i in range(n)]
+    def compile_stream(self, configs: list[Config], timeout: float, target: str | None = None
+                       ) -> Iterator[tuple[Config, Reply]]:
+        """Compile `configs` in parallel (for `target`, in compile workers without a GPU), each
+        worker taking the next config when it is free; each config with its reply as soon as
+        it is compiled, so that timing can start on the first while the others compile.
+        Without compile workers, none. Closed early, it waits for the compiles in flight (a
+        worker must not be handed on with an answer unread)."""
+        if not self.compilers:
+            return
+        todo: queue.SimpleQueue[Config] = queue.SimpleQueue()
+        for config in configs:
+            todo.put(config)
+        done: queue.SimpleQueue[tuple[Config, Reply] | None] = queue.SimpleQueue()
+        stop = threading.Event()
 
-        def compile_part(i: int) -> list[tuple[Config, Reply]]:
-            return [(c, self.compilers[i].request(Compile(c, target), timeout))
-                    for c in jobs[i]]
+        def compile_next(worker: Worker | LocalWorker) -> None:
+            try:
+                while not stop.is_set():
+                    try:
+                        config = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    done.put((config, worker.request(Compile(config, target), timeout)))
+            finally:
+                done.put(None)
 
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            return [r for part in pool.map(compile_part, range(n)) for r in part]
+        threads = [threading.Thread(target=compile_next, args=(w,), daemon=True,
+                                    name="tunegate-compile") for w in self.compilers]
+        for t in threads:
+            t.start()
+        try:
+            finished = 0
+            while finished < len(threads):
+                item = done.get()
+                if item is None:
+                    finished += 1
+                else:
+                    yield item
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
 
     def close(self) -> None:
         """Keep the live, idle workers for the next pool of this process; stop the rest."""

@@ -1,18 +1,19 @@
 """Where configs are measured: the pool's size for a task, and spreading work over its devices.
 
 One run worker per device measures configs side by side (each sees only its own GPU); compile
-workers, one per CPU core this process may use, compile ahead on a GPU host.
+workers, one per CPU core this process may use less one per run worker, compile ahead on a
+GPU host while the run workers time what is compiled.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..space.space import Config
 from .evaluator import Evaluator, Trial
-from .pool import WorkerPool, cpu_cores, device_count
+from .pool import WorkerPool, compile_cores, device_count
 from .task import Task
 from .worker import TaskRef
 
@@ -33,14 +34,15 @@ class Sizing:
 
         self.gpu = device_kind() == "gpu"
         self.timeout = timeout or (60.0 if self.gpu else 300.0)
-        compilers = compile_workers if compile_workers is not None else cpu_cores()
+        visible = device_count(self.gpu, devices)
+        self.devices = 1 if task.reference is None else visible
+        compilers = compile_workers if compile_workers is not None else \
+            compile_cores(self.devices)
         candidates = len(task.configs) if task.configs is not None else None
         compilers = min(compilers, budget, candidates or compilers)  # no idle ones
         compiles = task.launch is None or (  # (see TaskCompiler)
             task.compile_kwargs is not None and (candidates or 0) >= DROPIN_COMPILE_AHEAD)
         self.compilers = compilers if self.gpu and compiles else 0
-        visible = device_count(self.gpu, devices)
-        self.devices = 1 if task.reference is None else visible
         self.note = ("without a reference, configs are measured on one device: the vote on "
                      "the baseline's output needs every output in one worker"
                      if task.reference is None and visible > 1 else None)
@@ -53,49 +55,64 @@ class Sizing:
                           precompile=True)
 
 
-def measure(evaluators: list[Evaluator], configs: list[Config], out_of_time: Callable[[], bool],
-            work: Callable[[Evaluator, Config], Trial]) -> Iterator[Trial]:
-    """`work` on each of `configs`, spread over the evaluators (one per device); trials in the
-    order of `configs`, each exactly once; none started once out of time."""
+def measure(evaluators: list[Evaluator], configs: Iterable[Config | Trial],
+            out_of_time: Callable[[], bool], work: Callable[[Evaluator, Config], Trial]
+            ) -> Iterator[Trial]:
+    """`work` on each config of `configs`, taken as they come (compiled ahead, say) and spread
+    over the evaluators (one per device); a `Trial` among them (a config already decided) is
+    passed on as it is. Each trial as soon as it is done, each config exactly once; none
+    started once out of time."""
     if len(evaluators) == 1:
-        for config in configs:
+        for item in configs:
+            if isinstance(item, Trial):
+                yield item
+                continue
             if out_of_time():
                 return
-            yield work(evaluators[0], config)
+            yield work(evaluators[0], item)
         return
-    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-    for i in range(len(configs)):
-        todo.put(i)
-    done: dict[int, Trial] = {}
-    finished = threading.Condition()
-    drained, failed = [0], []  # type: ignore[var-annotated]
+    todo: queue.SimpleQueue[Config | None] = queue.SimpleQueue()
+    done: queue.SimpleQueue[Trial | None] = queue.SimpleQueue()  # None: a thread has ended
+    failed: list[Exception] = []
 
     def drain(evaluator: Evaluator) -> None:
         try:
-            while not out_of_time() and not failed:
-                try:
-                    i = todo.get_nowait()
-                except queue.Empty:
-                    break
-                trial = work(evaluator, configs[i])
-                with finished:
-                    done[i] = trial
-                    finished.notify()
+            while (config := todo.get()) is not None:
+                if not out_of_time() and not failed:
+                    done.put(work(evaluator, config))
         except Exception as e:  # CheckFailed: the reference broke; the search must stop
             failed.append(e)
         finally:
-            with finished:
-                drained[0] += 1
-                finished.notify()
+            done.put(None)
 
     threads = [threading.Thread(target=drain, args=(e,), daemon=True) for e in evaluators]
     for t in threads:
         t.start()
-    for i in range(len(configs)):
-        with finished:
-            while i not in done and drained[0] < len(threads):
-                finished.wait()
-        if failed:
-            raise failed[0]
-        if i in done:  # else never started: out of time
-            yield done.pop(i)
+    ended = 0
+    try:
+        for item in configs:  # in this thread: a generator is never run by two at once
+            if isinstance(item, Trial):
+                yield item
+            else:
+                todo.put(item)
+            while not done.empty():
+                trial = done.get()
+                if trial is None:
+                    ended += 1
+                else:
+                    yield trial
+            if failed:
+                raise failed[0]
+            if out_of_time():
+                break
+    finally:
+        for _ in threads:
+            todo.put(None)
+    while ended < len(threads):
+        trial = done.get()
+        if trial is None:
+            ended += 1
+        else:
+            yield trial
+    if failed:
+        raise failed[0]

@@ -1,10 +1,10 @@
 """The search: measure configs the strategy proposes until the budget is spent, then time the
 contenders of the short timings in full (successive halving).
 
-Each batch is first compiled ahead in the compile workers (a config that fails to compile, or
-needs more shared memory than the device has, is a trial with its reason), quarantined configs
-are skipped with their stored reason, and the store's timings of this kernel at other problem
-sizes rank the strategy's first proposals.
+Each batch is compiled ahead in the compile workers while the configs already compiled are
+timed (a config that fails to compile, or needs more shared memory than the device has, is a
+trial with its reason), quarantined configs are skipped with their stored reason, and the
+store's timings of this kernel at other problem sizes rank the strategy's first proposals.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import random
 import time
+from contextlib import closing
+from typing import Iterator
 
 from ..outcome import Outcome
 from ..policy import Region
@@ -19,7 +21,7 @@ from ..reasons import Reason
 from ..space.space import Config, InvalidConfig
 from .evaluator import Evaluator, Trial, failure_reason
 from .ledger import Ledger
-from .messages import CompileResult
+from .messages import CompileResult, Reply
 from .pool import WorkerPool
 from .results import Budget
 from .schedule import measure
@@ -74,10 +76,11 @@ class Search:
                     ledger.record(Trial(config=config, status=Outcome.WRONG,
                                         reason=quarantined[config]))
                 phase, compiled = time.perf_counter(), ledger.phases["compile"]
-                for trial in measure(self.evaluators, self._precompile(batch), self.out_of_time,
-                                     self._first_timing):
-                    results[trial.config] = trial.time_ms
-                    ledger.record(trial)
+                with closing(self._compiled(batch)) as ready:
+                    for trial in measure(self.evaluators, ready, self.out_of_time,
+                                         self._first_timing):
+                        results[trial.config] = trial.time_ms
+                        ledger.record(trial)
                 ledger.phases["timing"] += (time.perf_counter() - phase
                                             - (ledger.phases["compile"] - compiled))
                 if self.out_of_time():
@@ -92,9 +95,12 @@ class Search:
         experimental = self.region.verdict(config).status == "experimental"
         return evaluator.evaluate(config, experimental, short=self.staged)
 
-    def _precompile(self, batch: list[Config]) -> list[Config]:
-        """Compile a batch in parallel isolated workers into Triton's cache; returns the configs
-        that compiled (or that compile at their first launch, where compiling ahead failed)."""
+    def _compiled(self, batch: list[Config]) -> Iterator[Config | Trial]:
+        """The batch's configs as they become ready to launch: compiled ahead in parallel
+        isolated workers into Triton's cache (in the order they finish, so timing starts with
+        the first), or left to compile at their first launch where compiling ahead failed; a
+        config that cannot run (a compile error, more shared memory than the device has) as
+        its trial. The seconds spent waiting for a compile count as compile time."""
         ledger, pool = self.ledger, self.pool
         for note in pool.notes:
             ledger.note(note)
@@ -102,36 +108,45 @@ class Search:
         if pool.compilers and target is None:
             ledger.note("the GPU's compile target is unknown (not a CUDA GPU): each config "
                         "compiles at its first launch")
-            return batch
-        failed, late = set(), []
-        with ledger.phase("compile"):
-            replies = pool.compile_all(batch, self.timeout, target)
+        if not pool.compilers or target is None:
+            yield from batch
+            return
+        late: list[tuple[Config, Reply]] = []
         # A launch-task's configs are compiled ahead from stand-ins for the call's tensors: only
         # its launch (in the run worker) may condemn a config.
         lenient = self.task.compile_kwargs is not None
-        for config, reply in replies:
-            if reply.status is Outcome.ERROR or lenient and reply.status is not Outcome.OK:
-                log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
-                          config.text(), reply.error)
-                late.append((config, reply))
-                continue
-            shared = reply.value.shared_bytes if isinstance(reply.value, CompileResult) else None
-            if reply.status is not Outcome.OK:
-                failed.add(config)
-                ledger.record(Trial(config=config, status=reply.status,
-                                    reason=failure_reason(reply, "compilation")))
-            elif limit and shared is not None and shared > limit:
-                failed.add(config)
-                ledger.record(Trial(config=config, status=Outcome.COMPILE_ERROR, reason=Reason(
-                    kind=Outcome.COMPILE_ERROR, summary=f"needs {shared} bytes of shared memory "
-                    f"per block; the device allows {limit}",
-                    evidence={"shared_bytes": shared, "limit": limit})))
-        if late:
-            config, reply = late[0]
-            ledger.note(f"{len(late)} config(s) could not be compiled ahead and compiled at "
-                        f"their first launch instead (e.g. {config.text()}: "
-                        f"{(reply.error or '').splitlines()[0][:200]})")
-        return [c for c in batch if c not in failed]
+        replies = pool.compile_stream(batch, self.timeout, target)
+        try:
+            while True:
+                with ledger.phase("compile"):
+                    config, reply = next(replies, (None, None))
+                if config is None or reply is None:
+                    break
+                if reply.status is Outcome.ERROR or lenient and reply.status is not Outcome.OK:
+                    log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
+                              config.text(), reply.error)
+                    late.append((config, reply))
+                    yield config
+                    continue
+                shared = reply.value.shared_bytes if isinstance(reply.value, CompileResult) \
+                    else None
+                if reply.status is not Outcome.OK:
+                    yield Trial(config=config, status=reply.status,
+                                reason=failure_reason(reply, "compilation"))
+                elif limit and shared is not None and shared > limit:
+                    yield Trial(config=config, status=Outcome.COMPILE_ERROR, reason=Reason(
+                        kind=Outcome.COMPILE_ERROR, summary=f"needs {shared} bytes of shared "
+                        f"memory per block; the device allows {limit}",
+                        evidence={"shared_bytes": shared, "limit": limit}))
+                else:
+                    yield config
+        finally:
+            replies.close()
+            if late:
+                config, reply = late[0]
+                ledger.note(f"{len(late)} config(s) could not be compiled ahead and compiled "
+                            f"at their first launch instead (e.g. {config.text()}: "
+                            f"{(reply.error or '').splitlines()[0][:200]})")
 
     def refine(self) -> None:
         """The full timing for the contenders of the short timings (the fastest, within `NEAR`

@@ -4,8 +4,10 @@ Races exist that corrupt a few percent of launches (triton#6691 at num_stages=4 
 of 200). A check of n launches misses a race of per-launch probability p with probability
 (1 - p)^n: 2 launches miss a 2% race 96% of the time, 200 launches 1.8% of the time, 300
 launches 0.2%. So the GPU default is at least 200 launches, more while the time budget lasts
-(0.25 s, at most 1000 launches: a 0.1 ms kernel gets ~800). That check is for the config that
-is returned; configs that use an experimental feature get a quarter of it during the search
+(0.25 s, at most 1000 launches: a 0.1 ms kernel gets ~800), a budget that shrinks to 2% of the
+tuning's time so far for the winner of a short tuning, so that the launches beyond the
+minimum never make checking the larger part of a quick tuning. That check is for the config
+that is returned; configs that use an experimental feature get a quarter of it during the search
 (50 launches catch a 2% race 64% of the time, a 5% race 92%), so that checking stays a few
 percent of tuning time, and whichever of them wins still gets the whole check. The interpreter
 runs one program at a time and has no races to find, so its default only needs to catch faults
@@ -27,6 +29,7 @@ from .mismatch import Mismatch
 __all__ = ["StressCheck", "StressReport"]
 
 DRAWS = {"gpu": 12, "interpreter": 4}  # gpu: (2/3)^12 <= 0.01, a 1-in-3 input bug caught
+EXTRA_SHARE = 0.02  # the launches beyond the minimum: at most this share of the tuning so far
 
 
 class StressCheck(BaseModel):
@@ -49,16 +52,21 @@ class StressCheck(BaseModel):
                              f"{self.min_launches} > {self.max_launches}")
         return self
 
-    def resolved(self, kind: str) -> "StressCheck":
-        """Every field set: the given values, else the defaults for 'gpu' or 'interpreter'."""
+    def resolved(self, kind: str, tuned_seconds: float | None = None) -> "StressCheck":
+        """Every field set: the given values, else the defaults for 'gpu' or 'interpreter';
+        on a GPU, with `tuned_seconds` (how long the tuning has taken), the default time budget
+        is at most EXTRA_SHARE of it (the interpreter's launches cost seconds each: its
+        budget only ever buys the few beyond its minimum)."""
         gpu = kind == "gpu"
+        seconds = 0.25 if gpu else 2.0
+        if gpu and tuned_seconds is not None:
+            seconds = min(seconds, EXTRA_SHARE * tuned_seconds)
         low = self.min_launches or (200 if gpu else 8)
         draws = self.draws or min(DRAWS["gpu" if gpu else "interpreter"], low)
         low = max(low, draws)
         return StressCheck(min_launches=low,
                            max_launches=max(low, self.max_launches or (1000 if gpu else 16)),
-                           seconds=self.seconds if self.seconds is not None else
-                           (0.25 if gpu else 2.0),
+                           seconds=self.seconds if self.seconds is not None else seconds,
                            draws=draws)
 
     def light(self, kind: str) -> "StressCheck":

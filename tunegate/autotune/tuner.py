@@ -49,7 +49,8 @@ class Tuner:
     tuners that share `rechecked` (by default every tuner of this process).
     `devices` is how many run workers measure configs side by side: one per GPU (each sees only
     its own), by default every visible GPU or TUNEGATE_DEVICES; under the interpreter N
-    simulated devices. `compile_workers` defaults to the CPU cores this process may use.
+    simulated devices. `compile_workers` defaults to the CPU cores this process may use, less
+    one per run worker.
     `staged_timing` times every candidate briefly and only the contenders (see
     `search.NEAR`) with the full measurement; off, every candidate gets the full one.
     `traits` are the kernel's, with the problem facts of the call being tuned where the caller
@@ -187,7 +188,7 @@ class Tuner:
         try:
             if stopped is not None:  # no worker left to stress-check with
                 raise stopped
-            best, best_time = winner(self.ledger, evaluators[0])
+            best, best_time = winner(self.ledger, evaluators[0], time.perf_counter() - start)
         except (KeyboardInterrupt, WorkerSetupError) as e:
             pool.run.stop()  # a request may be in flight: its answer must never be read
             interrupted = True

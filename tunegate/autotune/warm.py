@@ -6,8 +6,8 @@ alone took 4.8 s on an H200 host) that stock Triton, tuning in the program's own
 not pay. A program that will tune therefore calls `warm_up()` as early as it knows: `tunegate
 run` and `tunegate tune` when they start, `install()`, and on a GPU host the first drop-in
 autotuner a program defines. In a background thread it starts the server and spare workers
-(the run worker, and on a GPU host a compile worker per CPU core), which the pools of this
-process take and give their tasks (`pool.WorkerPool`). The program goes on meanwhile.
+(the run worker, and on a GPU host a compile worker per CPU core but one), which the pools of
+this process take and give their tasks (`pool.WorkerPool`). The program goes on meanwhile.
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0.
@@ -51,7 +51,7 @@ def wait_for_spares(timeout: float | None = None) -> None:
 
 
 def _start_spares(gpu_only: bool) -> None:
-    from .pool import COMPILE_ENV, cpu_cores, keep_spare
+    from .pool import COMPILE_ENV, compile_cores, keep_spare
     from .worker import Worker, start_server
 
     try:
@@ -62,7 +62,7 @@ def _start_spares(gpu_only: bool) -> None:
         if gpu_only and not gpu:
             return
         keep_spare("run0", Worker.spare({}))
-        for _ in range(cpu_cores() if gpu else 0):
+        for _ in range(compile_cores() if gpu else 0):
             keep_spare("compile", Worker.spare(dict(COMPILE_ENV)))
     except Exception as e:  # noqa: BLE001 - warming is an optimisation: tuning starts its own
         log.debug("spare workers could not be started: %s: %s", type(e).__name__, e)

@@ -16,8 +16,10 @@ from .task import Task
 __all__ = ["no_winner", "stressed_winner", "winner"]
 
 
-def winner(ledger: Ledger, evaluator: Evaluator) -> tuple[Config | None, float | None]:
-    """The fastest timed config that passes the stress check; failures are quarantined."""
+def winner(ledger: Ledger, evaluator: Evaluator, tuned_seconds: float | None = None
+           ) -> tuple[Config | None, float | None]:
+    """The fastest timed config that passes the stress check (sized by `tuned_seconds`, the
+    tuning's time so far: see `StressCheck.resolved`); failures are quarantined."""
     trials, refined = ledger.trials, ledger.refined
     # Fully timed contenders first: a short timing only decided that the others lost.
     timed = sorted((i for i, t in enumerate(trials) if t.status is Outcome.OK),
@@ -26,7 +28,7 @@ def winner(ledger: Ledger, evaluator: Evaluator) -> tuple[Config | None, float |
         trial = trials[i]
         if not trial.stressed:
             ledger.progress({"event": "winner_check", "config": trial.config})
-            checked = evaluator.stress(trial)
+            checked = evaluator.stress(trial, tuned_seconds=tuned_seconds)
             ledger.replace(i, checked)
             ledger.progress({"event": "stress", "trial": checked})
             if checked.status is not Outcome.OK:
