@@ -309,6 +309,8 @@ def _result_fields(result: Any) -> dict:
         statuses[status] = statuses.get(status, 0) + 1
     fields["statuses"] = statuses
     fields["measured"] = len(trials)
+    fields["times"] = [[_plain(t).get("config"), str(_plain(t).get("status")),
+                        _plain(t).get("time_ms")] for t in trials]
     return fields
 
 
