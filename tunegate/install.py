@@ -106,7 +106,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     sys.argv = [target, *args]
     try:
         sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
-        warm_up()  # the workers start while the program does
+        warm_up(here=True)  # the workers start while the program does
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:

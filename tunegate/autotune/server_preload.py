@@ -12,7 +12,8 @@ import signal
 
 # A Ctrl-C while the server imports is the program's to report, not a traceback of the server's
 # (the server ignores SIGINT from the moment its imports end; its workers get the default back).
-signal.signal(signal.SIGINT, signal.SIG_IGN)
+# Imported by the program itself (see `server_fork`), it leaves the program's handler as it was.
+_PROGRAMS = signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 import torch  # noqa: E402, F401
 import triton  # noqa: E402, F401
@@ -26,4 +27,4 @@ except ImportError:  # a Triton without it: each worker computes what it needs
 else:
     triton_key()
 
-signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGINT, _PROGRAMS)

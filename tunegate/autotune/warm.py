@@ -4,10 +4,11 @@ A worker is a process forked from a server that imported torch and Triton; a GPU
 also makes its CUDA context. Paid at the first tuning, that is seconds (the server's imports
 alone took 4.8 s on an H200 host) that stock Triton, tuning in the program's own process, does
 not pay. A program that will tune therefore calls `warm_up()` as early as it knows: `tunegate
-run` and `tunegate tune` when they start, `install()`, and on a GPU host the first drop-in
-autotuner a program defines. In a background thread it starts the server and spare workers
-(the run worker, and on a GPU host a compile worker per CPU core but one), which the pools of
-this process take and give their tasks (`pool.WorkerPool`). The program goes on meanwhile.
+run` and `tunegate tune` when they start (forking the server from their own process, see
+`server_fork`), and on a GPU host the first drop-in autotuner a program defines. In a
+background thread it starts the server and spare workers (the run worker, and on a GPU host
+a compile worker per CPU core but one), which the pools of this process take and give their
+tasks (`pool.WorkerPool`). The program goes on meanwhile.
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0.
@@ -31,11 +32,21 @@ def forbid() -> None:
     _STATE["forbidden"] = True
 
 
-def warm_up(*, gpu_only: bool = False) -> None:
+def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
     """Start the worker server and spare workers in the background, once per process;
-    `gpu_only`: only on a host whose kernels run on a GPU (decided in the background too)."""
+    `gpu_only`: only on a host whose kernels run on a GPU (decided in the background too).
+    `here`: the caller is at a clean point (the command line's start, before the program):
+    the server is forked from this process once it has imported torch and Triton, which this
+    call then does first (see `worker.start_server`)."""
     if _STATE.get("forbidden") or "thread" in _STATE or os.environ.get("TUNEGATE_WARM") == "0":
         return
+    if here:
+        from .worker import start_server
+
+        try:
+            start_server(here=True)
+        except Exception as e:  # noqa: BLE001 - an optimisation: the thread starts it as ever
+            log.debug("the worker server could not be forked here: %s: %s", type(e).__name__, e)
     thread = threading.Thread(target=_start_spares, args=(gpu_only,), daemon=True,
                               name="tunegate-warm-up")
     _STATE["thread"] = thread

@@ -8,6 +8,7 @@ the parent's side; the process's own body is `worker_child`.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
 import threading
@@ -27,6 +28,9 @@ from .workload import Setup, TaskRef
 
 __all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError",
            "file_stamp", "start_server"]
+
+
+log = logging.getLogger(__name__)
 
 
 class WorkerSetupError(RuntimeError, TunegateError):
@@ -75,8 +79,7 @@ def _context(env: dict[str, str]) -> Any:
     TRITON_INTERPRET, which the server's triton was imported under); TUNEGATE_SPAWN=1 spawns
     every worker. Neither way inherits a CUDA context."""
     drops_interpreter = env.get(COMPILE_ONLY) == "1" and "TRITON_INTERPRET" in os.environ
-    if (os.environ.get("TUNEGATE_SPAWN") == "1" or drops_interpreter
-            or "forkserver" not in mp.get_all_start_methods()):
+    if drops_interpreter or not _uses_server():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
@@ -86,11 +89,25 @@ def _context(env: dict[str, str]) -> Any:
     return ctx
 
 
-def start_server() -> None:
+def start_server(here: bool = False) -> None:
     """Start the server workers fork from, where they do (see `_context`), without waiting
     for it: its imports of torch and triton then overlap with the program's own start-up
-    instead of delaying the program's first tuning."""
+    instead of delaying the program's first tuning. `here`: this process imports them and
+    the server is a fork of it (see `server_fork`), where this process may fork now."""
+    if here and _uses_server():
+        from .server_fork import fork_server, forkable
+
+        why_not = forkable()
+        if why_not is None:
+            fork_server(_PRELOAD)
+        else:
+            log.debug("the worker server is started on its own: %s", why_not)
     _context({})
+
+
+def _uses_server() -> bool:
+    """Whether workers fork from a server here (else each is spawned)."""
+    return os.environ.get("TUNEGATE_SPAWN") != "1" and "forkserver" in mp.get_all_start_methods()
 
 
 _WITHOUT_MAIN = threading.local()

@@ -70,7 +70,7 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
     except ValueError as e:
         raise UsageError(f"bad stress-check options: {e}") from None
     interpret_without_gpu()  # before the kernel file is imported: triton reads it at @jit
-    warm_up()  # the workers start while the kernel file and the policy load
+    warm_up(here=True)  # the workers start while the kernel file and the policy load
     task, ref, reference = resolve_task(args.task)
     policy = Policy.load(extra=args.policy)
     tuner = Tuner(task, ref, policy=policy, store=_args.store(args.store),

@@ -1,0 +1,69 @@
+"""The worker server forked from the program at the command line's start: it serves workers,
+ends with the program however the program ends, and is not forked where that is unsafe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import KERNELS
+from tunegate.autotune.server_fork import forkable
+
+pytestmark = pytest.mark.interpreter
+
+PROGRAM = """
+import json, os, sys
+from multiprocessing import forkserver
+from tunegate.autotune import warm
+from tunegate.autotune.pool import WorkerPool
+from tunegate.autotune.worker import TaskRef
+
+warm.warm_up(here=True)
+server = forkserver._forkserver._forkserver_pid
+same_command = open(f"/proc/{server}/cmdline", "rb").read() == open("/proc/self/cmdline", "rb").read()
+warm.wait_for_spares()
+pool = WorkerPool(TaskRef(sys.argv[1], "TASK_WITH_REFERENCE"), seed=0, baseline_json=None,
+                  compilers=0, deterministic=True)
+pool.start_first()
+print(json.dumps({"server": server, "forked": same_command, "spare_taken": pool.reused,
+                  "loaded": bool(pool.run.problem_key)}), flush=True)
+os._exit(0)  # no clean-up at all: the server must still end
+"""
+
+
+def _ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")  # a zombie has ended
+    except FileNotFoundError:
+        return True
+
+
+def test_a_server_forked_from_the_program_serves_its_workers_and_ends_with_it():
+    done = subprocess.run([sys.executable, "-c", PROGRAM, str(KERNELS / "pipelined_copy.py")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TUNEGATE_WARM": "1"})
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    assert info == {**info, "forked": True, "spare_taken": 1, "loaded": True}, info
+    deadline = time.monotonic() + 30
+    while not _ended(info["server"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _ended(info["server"]), "the forked server outlived its program"
+
+
+def test_no_fork_beside_another_thread():
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert forkable() == "other Python threads are running"
+    finally:
+        stop.set()
+        other.join()

@@ -1,0 +1,103 @@
+"""The worker server forked from this process, which has imported what the server needs.
+
+multiprocessing starts its fork server as a new interpreter that imports the preload (torch,
+Triton: 4.8 s on an H200 host) while the program imports the same modules beside it, and on
+such a host two such imports side by side take longer than one. Where this process is at a
+clean point (the command line's start: one thread, no CUDA context, no import under way),
+it imports the preload itself, which the program was about to do anyway, and the server is a
+fork of it: ready at once, the imports paid once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+import warnings
+from contextlib import contextmanager
+from multiprocessing import forkserver, resource_tracker, util
+from typing import Iterator, Sequence
+
+__all__ = ["forkable", "fork_server"]
+
+_FORKSERVER_MAIN = "multiprocessing.forkserver import main"
+
+
+def forkable() -> str | None:
+    """Why this process must not fork the server now; None when it may."""
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+        return "not Linux"
+    if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
+        return "other Python threads are running"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "this process has a CUDA context, which a fork cannot use"
+    return None
+
+
+def fork_server(preload: Sequence[str]) -> None:
+    """Import `preload` here and start multiprocessing's fork server as a fork of this
+    process (call `forkable` first); the server then serves as the one it would start."""
+    for name in preload:
+        importlib.import_module(name)
+    forkserver.set_forkserver_preload(list(preload))
+    resource_tracker.ensure_running()  # a process of its own, as ever: not forked below
+    with _forking_the_server():
+        forkserver.ensure_running()
+
+
+@contextmanager
+def _forking_the_server() -> Iterator[None]:
+    spawn = util.spawnv_passfds
+
+    def fork_or_spawn(path: str, args: Sequence[str], passfds: Sequence[int]) -> int:
+        code = args[-1]
+        if _FORKSERVER_MAIN not in code:
+            return spawn(path, args, passfds)
+        with warnings.catch_warnings():  # torch's own thread: forked without CUDA, as
+            warnings.simplefilter("ignore", DeprecationWarning)  # DataLoader's workers are
+            pid = os.fork()
+        if pid == 0:
+            _serve(code, passfds)
+        return pid
+
+    util.spawnv_passfds = fork_or_spawn
+    try:
+        yield
+    finally:
+        util.spawnv_passfds = spawn
+
+
+def _serve(code: str, passfds: Sequence[int]) -> None:
+    """The forked child: run the server's command, never return into the parent's frames."""
+    try:
+        _close_other_ends(passfds)
+        exec(compile(code, "<tunegate worker server>", "exec"), {"__name__": "__mp_main__"})
+    except SystemExit:
+        pass
+    except BaseException:  # noqa: BLE001 - said on stderr; the parent's workers then spawn
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(0)
+
+
+def _close_other_ends(passfds: Sequence[int]) -> None:
+    """Close the other ends of the pipes passed (the server's "alive" pipe: the server ends
+    when every process holding its write end has ended, which must not include itself)."""
+    pipes = {os.fstat(fd).st_ino for fd in passfds if _is_pipe(fd)}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in passfds and fd > 2 and _is_pipe(fd) and os.fstat(fd).st_ino in pipes:
+            os.close(fd)
+
+
+def _is_pipe(fd: int) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        return False
