@@ -10,10 +10,11 @@ of `--repeat` runs, interleaved) on this machine:
 - server:     what the worker server imports (`tunegate.autotune.server_preload`: torch, Triton,
               the runner, Triton's cache key);
 - cuda:       `import torch` and a first CUDA tensor (the CUDA context), less `torch`;
-- spares:     in one process, `warm_up()` until its spare workers are forked (the server's
-              imports included), as under `tunegate run`;
-- first_task: then a task given to the spare run worker until it answers (its CUDA context,
-              the kernel file's import, draw 0's inputs and reference).
+- in one process, as under `tunegate run`, with the server started apart (an interpreter of
+  its own, importing torch beside the program) or forked here (`warm_up(here=True)`):
+  program_imports, the program's `import torch, triton` after `warm_up`; spares, until the
+  spare workers are forked; first_task, a task given to the spare run worker until it answers
+  (its CUDA context, the kernel file's import, draw 0's inputs and reference).
 
     python benchmarks/startup_parts.py [--repeat 3] [--json FILE]
 
@@ -41,23 +42,27 @@ COMMANDS = {
                   " torch.cuda.synchronize()",
 }
 
-# In one process: the spares of `warm_up`, then a first task for the spare run worker.
+# In one process, as under `tunegate run`: `warm_up` at the start, then the program's own
+# imports, then its first tuning's worker; HERE: the server forked from this process (the
+# command line's way since this benchmark was written) or started as an interpreter of its own.
 WORKER = """
 import json, sys, time
 start = time.perf_counter()
 from tunegate.autotune import warm
 from tunegate.autotune.pool import WorkerPool
 from tunegate.autotune.worker import TaskRef
-warm.warm_up()
+warm.warm_up(here=sys.argv[2] == "here")
+import torch, triton  # the program's own imports
+program = time.perf_counter() - start
 warm.wait_for_spares()
 spares = time.perf_counter() - start
-ref = TaskRef(sys.argv[1], "TASK_WITH_REFERENCE")
-pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=0, deterministic=True)
+pool = WorkerPool(TaskRef(sys.argv[1], "TASK_WITH_REFERENCE"), seed=0, baseline_json=None,
+                  compilers=0, deterministic=True)
 begin = time.perf_counter()
 pool.start_first()
 first_task = time.perf_counter() - begin
 pool.close()
-print(json.dumps({"spares": spares, "first_task": first_task, "reused": pool.reused}))
+print(json.dumps({"program_imports": program, "spares": spares, "first_task": first_task}))
 """
 
 
@@ -77,11 +82,11 @@ def main() -> None:
     for _ in range(args.repeat):
         for name, code in COMMANDS.items():
             samples.setdefault(name, []).append(_seconds(code))
-        out = subprocess.run([sys.executable, "-c", WORKER, kernel], check=True, cwd=ROOT,
-                             capture_output=True, text=True).stdout
-        for name, value in json.loads(out.strip().splitlines()[-1]).items():
-            if name != "reused":
-                samples.setdefault(name, []).append(value)
+        for how in ("apart", "here"):
+            out = subprocess.run([sys.executable, "-c", WORKER, kernel, how], check=True,
+                                 cwd=ROOT, capture_output=True, text=True).stdout
+            for name, value in json.loads(out.strip().splitlines()[-1]).items():
+                samples.setdefault(f"{name}_{how}", []).append(value)
     median = {name: statistics.median(v) for name, v in samples.items()}
     median["cuda"] = median.pop("torch_cuda") - median["torch"]
     for name, value in median.items():
