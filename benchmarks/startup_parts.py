@@ -56,13 +56,17 @@ import torch, triton  # the program's own imports
 program = time.perf_counter() - start
 warm.wait_for_spares()
 spares = time.perf_counter() - start
+from multiprocessing import forkserver
+server = forkserver._forkserver._forkserver_pid
+forked = open(f"/proc/{server}/cmdline", "rb").read() == open("/proc/self/cmdline", "rb").read()
 pool = WorkerPool(TaskRef(sys.argv[1], "TASK_WITH_REFERENCE"), seed=0, baseline_json=None,
                   compilers=0, deterministic=True)
 begin = time.perf_counter()
 pool.start_first()
 first_task = time.perf_counter() - begin
 pool.close()
-print(json.dumps({"program_imports": program, "spares": spares, "first_task": first_task}))
+print(json.dumps({"program_imports": program, "spares": spares, "first_task": first_task,
+                  "forked": float(forked)}))
 """
 
 

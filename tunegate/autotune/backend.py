@@ -24,13 +24,31 @@ def interpret_without_gpu() -> bool:
     if os.environ.get("TRITON_INTERPRET") == "1":
         _interpret_existing()
         return True
-    import torch
-
-    if torch.cuda.is_available():
+    if _gpu_present():
         return False
     os.environ["TRITON_INTERPRET"] = "1"
     _interpret_existing()
     return True
+
+
+def _gpu_present() -> bool:
+    """Whether torch sees a GPU, asked through NVML where it can be (torch's fork-safe check,
+    PYTORCH_NVML_BASED_CUDA_CHECK): the CUDA driver is not initialised by asking, so this
+    process may still fork the worker server (see `server_fork`)."""
+    import torch
+
+    saved = os.environ.get(_NVML_CHECK)
+    os.environ[_NVML_CHECK] = "1"
+    try:
+        return torch.cuda.is_available()
+    finally:
+        if saved is None:
+            os.environ.pop(_NVML_CHECK, None)
+        else:
+            os.environ[_NVML_CHECK] = saved
+
+
+_NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 def _interpret_existing() -> None:

@@ -3,7 +3,7 @@
 multiprocessing starts its fork server as a new interpreter that imports the preload (torch,
 Triton: 4.8 s on an H200 host) while the program imports the same modules beside it, and on
 such a host two such imports side by side take longer than one. Where this process is at a
-clean point (the command line's start: one thread, no CUDA context, no import under way),
+clean point (the command line's start: one thread, no GPU driver loaded, no import under way),
 it imports the preload itself, which the program was about to do anyway, and the server is a
 fork of it: ready at once, the imports paid once.
 """
@@ -30,21 +30,38 @@ def forkable() -> str | None:
         return "not Linux"
     if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
         return "other Python threads are running"
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        return "this process has a CUDA context, which a fork cannot use"
+    if _gpu_driver_loaded():
+        return "this process has loaded the GPU driver, which a forked process cannot use"
     return None
 
 
-def fork_server(preload: Sequence[str]) -> None:
+def _gpu_driver_loaded() -> bool:
+    """Whether the CUDA driver (or ROCm's HIP runtime) is mapped into this process: once it is,
+    a forked child's CUDA calls fail ('initialization error'), whatever torch says of itself."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            return any("libcuda.so" in line or "libamdhip64" in line for line in maps)
+    except OSError:
+        return True  # cannot tell: do not fork
+
+
+def fork_server(preload: Sequence[str]) -> str | None:
     """Import `preload` here and start multiprocessing's fork server as a fork of this
-    process (call `forkable` first); the server then serves as the one it would start."""
+    process, which then serves as the one it would start; why not, where this process may not
+    fork (see `forkable`, asked before the imports and after them)."""
+    why_not = forkable()
+    if why_not is not None:
+        return why_not
     for name in preload:
         importlib.import_module(name)
+    why_not = forkable()
+    if why_not is not None:
+        return why_not
     forkserver.set_forkserver_preload(list(preload))
     resource_tracker.ensure_running()  # a process of its own, as ever: not forked below
     with _forking_the_server():
         forkserver.ensure_running()
+    return None
 
 
 @contextmanager

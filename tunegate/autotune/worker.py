@@ -95,12 +95,10 @@ def start_server(here: bool = False) -> None:
     instead of delaying the program's first tuning. `here`: this process imports them and
     the server is a fork of it (see `server_fork`), where this process may fork now."""
     if here and _uses_server():
-        from .server_fork import fork_server, forkable
+        from .server_fork import fork_server
 
-        why_not = forkable()
-        if why_not is None:
-            fork_server(_PRELOAD)
-        else:
+        why_not = fork_server(_PRELOAD)
+        if why_not is not None:
             log.debug("the worker server is started on its own: %s", why_not)
     _context({})
 
