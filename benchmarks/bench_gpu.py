@@ -4,7 +4,8 @@ For each list, each phase runs in a fresh process; every cold phase gets an empt
 (a new TRITON_CACHE_DIR), so no tuner inherits another's compiled kernels:
 
 - truth:    every candidate checked against the reference on two fresh input draws and timed
-            (do_bench median on a GPU, one launch under the interpreter);
+            (on a GPU the median of TRUTH_ROUNDS do_bench medians, the list timed in turns,
+            each round starting elsewhere in it; one launch under the interpreter);
 - stock:    `triton.autotune` over the list: tuning wall time (its first call), process wall
             time, its choice and whether the choice is right. Skipped under the interpreter:
             stock `triton.autotune` benchmarks through the active GPU driver, which Triton's
@@ -37,6 +38,7 @@ import itertools
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 from examples import layernorm, matmul, softmax, splitk, store_load  # noqa: E402
 
 THIS = "benchmarks.bench_gpu"  # the lists below, as the phases find them
+TRUTH_ROUNDS = 3  # timings of each config by the truth phase on a GPU, in turns
 
 
 def _points(task: Any, **choices: Any) -> tuple:
@@ -229,10 +232,23 @@ def phase_truth(name: str, smoke: bool, _: dict) -> dict:
         try:
             row["error_found"] = _check(task, config, (2000, 2001))
             row["correct"] = row["error_found"] is None
-            row["ms"] = _time_ms(task, config, timing_args)
         except Exception as e:  # record and go on: a broken config is a finding
             row.update(correct=False, error=f"{type(e).__name__}: {str(e)[:300]}", ms=None)
         rows.append(row)
+    # Timed in TRUTH_ROUNDS rounds, each in another order, each config keeping the median: a
+    # GPU's clocks move within seconds, and one pass would time each config at other clocks.
+    runnable = [(row, config) for row, config in zip(rows, task.configs) if "error" not in row]
+    for r in range(TRUTH_ROUNDS if _on_gpu() else 1):
+        turn = runnable[r * len(runnable) // TRUTH_ROUNDS:] + \
+            runnable[:r * len(runnable) // TRUTH_ROUNDS]
+        for row, config in turn:
+            try:
+                row.setdefault("ms_rounds", []).append(_time_ms(task, config, timing_args))
+            except Exception as e:  # noqa: BLE001 - as above
+                row.update(correct=False, error=f"{type(e).__name__}: {str(e)[:300]}")
+    for row in rows:
+        times = row.pop("ms_rounds", None) if "error" in row else row.get("ms_rounds")
+        row["ms"] = statistics.median(times) if times and "error" not in row else None
     out: dict[str, Any] = {"rows": rows, "timing": "do_bench median" if _on_gpu()
                            else "one launch under the interpreter"}
     bytes_fn = LISTS[name][3]

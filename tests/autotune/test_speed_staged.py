@@ -1,18 +1,21 @@
-"""Staged timing on a GPU: every candidate briefly, only the contenders in full."""
+"""Staged timing on a GPU: every candidate briefly, only the contenders again, in turns."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 
 from tests.conftest import KERNELS
 from tunegate.autotune import Store, Tuner
+from tunegate.autotune.search import ROUNDS
 from tunegate.autotune.worker import TaskRef
 from tunegate.policy import Policy
 
 pytestmark = pytest.mark.gpu
 
 
-def test_only_contenders_get_the_full_timing_and_the_winner_is_one(tmp_path):
+def test_only_contenders_are_timed_again_in_turns_and_the_winner_is_one(tmp_path):
     from tests.kernels import pipelined_copy
 
     events = []
@@ -23,6 +26,10 @@ def test_only_contenders_get_the_full_timing_and_the_winner_is_one(tmp_path):
     result = tuner.run()
     full = [e["trial"] for e in events if e["event"] == "full_timing"]
     ok = [t for t in result.trials if t.status == "ok"]
-    assert 1 <= len(full) <= len(ok)
-    assert result.best in [t.config for t in full]
-    assert all(t.checked_launches >= 2 for t in full)  # the full timing's output checked too
+    rounds = Counter(t.config for t in full)
+    assert 1 <= len(rounds) <= len(ok)
+    assert set(rounds.values()) == {ROUNDS}  # each contender timed again in every round
+    turns = [t.config for t in full]
+    assert len(rounds) == 1 or turns[:len(rounds)] != turns[len(rounds):2 * len(rounds)]
+    assert result.best in rounds
+    assert all(t.checked_launches >= 2 for t in full)  # each timing's output checked too

@@ -151,9 +151,10 @@ class Evaluator:
             return trial.model_copy(update={"checked_draws": 2, "checked_launches": launches})
         return other.model_copy(update={"checked_draws": 2, "checked_launches": launches})
 
-    def retime(self, trial: Trial) -> Trial:
-        """A contender's full timing, after its short one; its output is checked again."""
-        return self._time(trial, full=True)
+    def retime(self, trial: Trial, full: bool = True) -> Trial:
+        """A contender's timing again (in full, or short), after its short one; its output is
+        checked again."""
+        return self._time(trial, full=full)
 
     def _time(self, trial: Trial, full: bool) -> Trial:
         reply = self._request(Time(trial.config, full))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import statistics
 import time
 from contextlib import closing
 from typing import Iterator
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 # timed configs but at least MIN_CONTENDERS, so a 16-config list retimes 3, not 16.
 NEAR = 1.06
 MIN_CONTENDERS = 3
+ROUNDS = 4  # short timings per contender, taken in turn (see `Search.refine`)
 
 
 class Search:
@@ -149,8 +151,12 @@ class Search:
                             f"{(reply.error or '').splitlines()[0][:200]})")
 
     def refine(self) -> None:
-        """The full timing for the contenders of the short timings (the fastest, within `NEAR`
-        of the fastest, between MIN_CONTENDERS and a sixth of them); their rows updated."""
+        """Time the contenders of the short timings again (the fastest, within `NEAR` of the
+        fastest, between MIN_CONTENDERS and a sixth of them); their rows updated. With the
+        task's own `do_bench`, each gets one full timing with it; else ROUNDS short timings
+        taken round-robin, the contenders in turn, of which each keeps the median (with its
+        first): a GPU's clocks move within seconds, and configs timed one after the other
+        in full would each meet other clocks (matmul 4096^3 on an H200: up to 10% apart)."""
         if not self.staged:
             return
         trials = self.ledger.trials
@@ -164,16 +170,28 @@ class Search:
                   if n < MIN_CONTENDERS or (n < most and (trials[i].time_ms or 0.0)
                                             <= NEAR * fastest)]
         by_config = {trials[i].config: i for i in chosen}
+        full = self.task.do_bench is not None
+        samples = {c: [trials[i].time_ms or 0.0] for c, i in by_config.items()}
 
         def retime(evaluator: Evaluator, config: Config) -> Trial:
-            return evaluator.retime(trials[by_config[config]])
+            return evaluator.retime(trials[by_config[config]], full=full)
 
         with self.ledger.phase("timing"):
-            for trial in measure(self.evaluators, list(by_config), lambda: False, retime):
-                i = by_config[trial.config]
-                self.ledger.replace(i, trial)
-                self.ledger.refined.add(i)
-                self.ledger.progress({"event": "full_timing", "trial": trial})
+            for r in range(1 if full else ROUNDS):
+                turn = list(by_config)[r % len(by_config):] + list(by_config)[:r % len(by_config)]
+                for trial in measure(self.evaluators, turn, lambda: False, retime):
+                    i = by_config.pop(trial.config) if trial.status is not Outcome.OK \
+                        else by_config[trial.config]
+                    if trial.status is Outcome.OK:
+                        samples[trial.config].append(trial.time_ms or 0.0)
+                        trial = trial.model_copy(update={
+                            "time_ms": trial.time_ms if full
+                            else statistics.median(samples[trial.config])})
+                    self.ledger.replace(i, trial)
+                    self.ledger.refined.add(i)
+                    self.ledger.progress({"event": "full_timing", "trial": trial})
+                if not by_config:
+                    break
 
     def _prior(self) -> dict[Config, float]:
         """Each config's mean rank (0 fastest, 1 slowest) among the correct timings of this

@@ -30,19 +30,37 @@ def forkable() -> str | None:
         return "not Linux"
     if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
         return "other Python threads are running"
-    if _gpu_driver_loaded():
-        return "this process has loaded the GPU driver, which a forked process cannot use"
+    if _gpu_driver_initialised():
+        return "this process has initialised the GPU driver, which a forked process cannot use"
     return None
 
 
-def _gpu_driver_loaded() -> bool:
-    """Whether the CUDA driver (or ROCm's HIP runtime) is mapped into this process: once it is,
-    a forked child's CUDA calls fail ('initialization error'), whatever torch says of itself."""
+def _gpu_driver_initialised() -> bool:
+    """Whether this process has initialised the CUDA driver (cuInit): a forked child's CUDA
+    calls then fail ('initialization error'). Importing torch maps libcuda without
+    initialising it; the driver answers CUDA_ERROR_NOT_INITIALIZED to any call before cuInit,
+    and its answer to cuDeviceGetCount says which. ROCm's runtime: never forked from."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            return any("libcuda.so" in line or "libamdhip64" in line for line in maps)
+            mapped = {lib for line in maps for lib in ("libcuda.so", "libamdhip64")
+                      if lib in line}
     except OSError:
         return True  # cannot tell: do not fork
+    if "libamdhip64" in mapped:
+        return True
+    if not mapped:
+        return False
+    import ctypes
+
+    try:
+        count = ctypes.c_int()
+        answer = ctypes.CDLL("libcuda.so.1").cuDeviceGetCount(ctypes.byref(count))
+    except (OSError, AttributeError):
+        return True
+    return answer != _CUDA_ERROR_NOT_INITIALIZED
+
+
+_CUDA_ERROR_NOT_INITIALIZED = 3
 
 
 def fork_server(preload: Sequence[str]) -> str | None:
