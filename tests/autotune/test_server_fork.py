@@ -67,3 +67,46 @@ def test_no_fork_beside_another_thread():
     finally:
         stop.set()
         other.join()
+
+
+def test_starting_a_worker_never_changes_this_processs_environment():
+    """A compile worker sees no GPU (CUDA_VISIBLE_DEVICES=""), set by the worker itself: this
+    process's threads, probing the device while it starts, must never see that value."""
+    from tunegate.autotune.pool import COMPILE_ENV
+    from tunegate.autotune.worker import Worker
+
+    seen: set[tuple[str | None, str | None]] = set()
+    workers: list[Worker] = []
+
+    def start() -> None:
+        workers.extend(Worker.spare(dict(COMPILE_ENV)) for _ in range(3))
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    while starter.is_alive():
+        seen.add((os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("TUNEGATE_COMPILE_ONLY")))
+    starter.join()
+    try:
+        assert seen == {(os.environ.get("CUDA_VISIBLE_DEVICES"), None)}
+        assert all(w.alive() for w in workers)
+    finally:
+        for w in workers:
+            w.close()
+
+
+@pytest.mark.parametrize("here", [True, False])
+def test_a_worker_whose_program_is_gone_before_its_task_ends_without_a_traceback(here):
+    """A program that fails at once while spare workers start leaves no traceback of theirs
+    on its terminal (the worker reads end-of-file where its task should be)."""
+    program = f"""
+import os, time
+from multiprocessing import forkserver
+from tunegate.autotune.worker import start_server
+start_server(here={here})
+_, to_child = forkserver._forkserver.connect_to_new_process([])
+os.close(to_child)  # gone before sending anything
+time.sleep(1.5)
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -3,12 +3,15 @@
 Everything a worker needs is imported here, and Triton's own cache key (a hash of Triton's
 sources that every process compiling a kernel computes once, about 0.4 s) is computed here, so
 that every forked worker inherits them instead of paying for them. No CUDA call is made: a
-process forked after one could not use the GPU.
+process forked after one could not use the GPU. A worker whose program ended before handing
+it its task ends quietly.
 """
 
 from __future__ import annotations
 
 import signal
+from multiprocessing import forkserver
+from typing import Any, Callable
 
 # A Ctrl-C while the server imports is the program's to report, not a traceback of the server's
 # (the server ignores SIGINT from the moment its imports end; its workers get the default back).
@@ -28,3 +31,21 @@ else:
     triton_key()
 
 signal.signal(signal.SIGINT, _PROGRAMS)
+
+
+def _quiet_when_the_program_is_gone(serve_one: Callable[..., int]) -> Callable[..., int]:
+    """multiprocessing's body of a new worker, which first reads what the program sends it: if
+    the program ended before sending it (one that fails at once while spare workers start),
+    the worker ends without a traceback on the program's terminal."""
+
+    def quietly(*args: Any) -> int:
+        try:
+            return serve_one(*args)
+        except EOFError:
+            return 0
+
+    return quietly
+
+
+if hasattr(forkserver, "_serve_one"):
+    forkserver._serve_one = _quiet_when_the_program_is_gone(forkserver._serve_one)

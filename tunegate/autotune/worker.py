@@ -14,10 +14,9 @@ import os
 import threading
 import tempfile
 import time
-from contextlib import contextmanager
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import TunegateError
 from ..outcome import Outcome
@@ -39,25 +38,6 @@ class WorkerSetupError(RuntimeError, TunegateError):
 
 class BaselineFailed(WorkerSetupError):
     """The reference or the baseline failed on the first draw: nothing can be checked."""
-
-
-_ENV_LOCK = threading.Lock()
-
-
-@contextmanager
-def _environment(env: dict[str, str]) -> Iterator[None]:
-    """`env` set in os.environ while a process is spawned (it inherits it), then restored."""
-    with _ENV_LOCK:
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            yield
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def file_stamp(file: str) -> tuple[int, int] | None:
@@ -190,12 +170,14 @@ class Worker:
             self._note(self.setup.ref)
         ctx = _context(self.env)
         self._conn, child = ctx.Pipe()
-        with _environment(self.env):  # the process gets this environment, whichever start
-            environ = dict(os.environ)
-            first = [] if self.setup is None else [self.setup]
-            self._proc = ctx.Process(target=child_main, daemon=True, args=(
-                child, first, os.getpid(), self._stderr.name, environ))
-            self._proc.start()
+        # The process sets its environment itself as it starts (`child_main`); this one's is
+        # never changed for it: other threads read it meanwhile (the program's own, a tuner
+        # probing the device, which saw CUDA_VISIBLE_DEVICES="" while a compile worker began).
+        environ = {**os.environ, **self.env}
+        first = [] if self.setup is None else [self.setup]
+        self._proc = ctx.Process(target=child_main, daemon=True, args=(
+            child, first, os.getpid(), self._stderr.name, environ))
+        self._proc.start()
         child.close()
         self._pending = self.setup is not None  # a spare answers nothing until its first task
 
