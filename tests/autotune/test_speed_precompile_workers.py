@@ -17,7 +17,9 @@ from tunegate.space.space import Config
 pytestmark = pytest.mark.interpreter
 
 
-def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, monkeypatch):
+@pytest.fixture
+def compiling_pool(tmp_path, monkeypatch):
+    """A started pool with two compile workers, compiling into this test's own cache."""
     close_idle_workers()
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     ref = TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE")
@@ -25,13 +27,18 @@ def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, monk
                       precompile=True)
     pool.start()
     try:
-        assert len(pool.compilers) == 2 and {w.kind for w in pool.compilers} == {"compile"}
-        configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
-        bad = Config(values={"BLOCK": 48, "STAGES": 1})  # arange of a non-power of two
-        replies = dict(pool.compile_stream([*configs, bad], timeout=120, target="cuda:90:32"))
+        yield pool
     finally:
         pool.close()
         close_idle_workers()
+
+
+def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, compiling_pool):
+    pool = compiling_pool
+    assert len(pool.compilers) == 2 and {w.kind for w in pool.compilers} == {"compile"}
+    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    bad = Config(values={"BLOCK": 48, "STAGES": 1})  # arange of a non-power of two
+    replies = dict(pool.compile_stream([*configs, bad], timeout=120, target="cuda:90:32"))
     assert all(replies[c].status == "ok" and isinstance(replies[c].value.shared_bytes, int)
                for c in configs), {c.text(): r.error for c, r in replies.items()}
     assert replies[bad].status == "compile_error"
@@ -45,25 +52,16 @@ def test_a_task_that_launches_itself_is_refused_with_a_reason():
         TaskCompiler(own, seed=0, inputs=None)
 
 
-def test_a_compile_stream_closed_early_leaves_no_answer_unread(tmp_path, monkeypatch):
+def test_a_compile_stream_closed_early_leaves_no_answer_unread(compiling_pool):
     """Closing the stream after its first config (the search ran out of time) waits for the
     compiles in flight: the workers' next request gets its own answer."""
-    close_idle_workers()
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    ref = TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE")
-    pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
-                      precompile=True)
-    pool.start()
-    try:
-        configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
-        stream = pool.compile_stream(configs, timeout=120, target="cuda:90:32")
-        first, reply = next(stream)
-        stream.close()
-        assert first in configs and reply.status == "ok"
-        assert all(w.idle() for w in pool.compilers)
-        bad = [Config(values={"BLOCK": 48, "STAGES": s}) for s in (1, 2)]
-        replies = dict(pool.compile_stream(bad, timeout=120, target="cuda:90:32"))
-    finally:
-        pool.close()
-        close_idle_workers()
+    pool = compiling_pool
+    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    stream = pool.compile_stream(configs, timeout=120, target="cuda:90:32")
+    first, reply = next(stream)
+    stream.close()
+    assert first in configs and reply.status == "ok"
+    assert all(w.idle() for w in pool.compilers)
+    bad = [Config(values={"BLOCK": 48, "STAGES": s}) for s in (1, 2)]
+    replies = dict(pool.compile_stream(bad, timeout=120, target="cuda:90:32"))
     assert {c: r.status for c, r in replies.items()} == {c: "compile_error" for c in bad}

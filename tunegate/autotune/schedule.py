@@ -88,19 +88,24 @@ def measure(evaluators: list[Evaluator], configs: Iterable[Config | Trial],
     threads = [threading.Thread(target=drain, args=(e,), daemon=True) for e in evaluators]
     for t in threads:
         t.start()
-    ended = 0
+    ended = [0]
+
+    def finished(wait: bool) -> Iterator[Trial]:
+        """The trials done so far; with `wait`, every one, until every thread has ended."""
+        while wait and ended[0] < len(threads) or not done.empty():
+            trial = done.get()
+            if trial is None:
+                ended[0] += 1
+            else:
+                yield trial
+
     try:
         for item in configs:  # in this thread: a generator is never run by two at once
             if isinstance(item, Trial):
                 yield item
             else:
                 todo.put(item)
-            while not done.empty():
-                trial = done.get()
-                if trial is None:
-                    ended += 1
-                else:
-                    yield trial
+            yield from finished(wait=False)
             if failed:
                 raise failed[0]
             if out_of_time():
@@ -108,11 +113,6 @@ def measure(evaluators: list[Evaluator], configs: Iterable[Config | Trial],
     finally:
         for _ in threads:
             todo.put(None)
-    while ended < len(threads):
-        trial = done.get()
-        if trial is None:
-            ended += 1
-        else:
-            yield trial
+    yield from finished(wait=True)
     if failed:
         raise failed[0]
