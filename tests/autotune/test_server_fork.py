@@ -110,3 +110,27 @@ time.sleep(1.5)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_spares_import_an_autotuners_module_ahead_of_its_first_tuning(tmp_path):
+    """`warm.preload` (the drop-in calls it for each autotuner a program defines): the spare
+    workers import the module while the program goes on; the program's own import is its own."""
+    marker = tmp_path / "imported_by"
+    program = """
+import os, sys, time
+from tunegate.autotune import warm
+warm.warm_up()
+warm.preload("tests.kernels.import_marker", "__main__", None)
+warm.wait_for_spares()
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and not os.path.exists(os.environ["IMPORT_MARKER_FILE"]):
+    time.sleep(0.05)
+print(os.getpid())
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300, cwd=KERNELS.parent.parent,
+                          env={**os.environ, "IMPORT_MARKER_FILE": str(marker)})
+    assert done.returncode == 0, done.stderr
+    program_pid = done.stdout.split()[-1]
+    importers = marker.read_text().split()
+    assert importers and program_pid not in importers  # a spare imported it, the program not

@@ -38,7 +38,7 @@ from .outputs import stored_arguments
 from .refs import locate
 from .store import Store, open_store
 from .tuner import Budget, TuneError, TuneResult, Tuner, baseline_config
-from .warm import warm_up
+from .warm import preload, warm_up
 from .worker import TaskRef
 
 __all__ = ["Autotuner", "DropInError", "autotune"]
@@ -132,6 +132,7 @@ class Autotuner(TritonAutotuner):
         self.defined_in = _defining_module()  # where a worker may find it, besides fn's module
         self._policy: tuple[Policy, Environment] | None = None
         warm_up(gpu_only=True)  # a program that defines an autotuned kernel will tune it
+        preload(self.base_fn.__module__, self.defined_in)  # what its workers will import
 
     # -- Triton's call convention ------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -27,7 +27,7 @@ from .warm import wait_for_spares
 from .worker import Setup, TaskRef, Worker, WorkerSetupError, file_stamp
 
 __all__ = ["COMPILE_ENV", "WorkerPool", "close_idle_workers", "idle_workers", "compile_cores",
-           "device_count", "keep_spare", "visible_devices"]
+           "device_count", "keep_spare", "preload", "visible_devices"]
 
 # A compile worker's environment: it sees no GPU and compiles for the run worker's target.
 COMPILE_ENV = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""}
@@ -66,9 +66,36 @@ def idle_workers() -> list[Worker]:
 
 
 def keep_spare(role: str, worker: Worker) -> None:
-    """Keep a worker started ahead of any task (see `warm`) for the next pool's `role`."""
+    """Keep a worker started ahead of any task (see `warm`) for the next pool's `role`; it
+    imports the modules asked for so far (see `preload`)."""
     with _IDLE_LOCK:
         _IDLE.setdefault((_steering(), role), []).append(worker)
+        _send_preloads([worker])
+
+
+# Modules whose kernels this process will tune (see `preload`), in the order they were named.
+_PRELOADS: list[str] = []
+
+
+def preload(module: str) -> None:
+    """Have every kept worker, and every spare kept from now on, import `module` ahead of the
+    tunings that will name it (the module of an autotuner the program defined)."""
+    with _IDLE_LOCK:
+        if module not in _PRELOADS:
+            _PRELOADS.append(module)
+        _send_preloads([w for workers in _IDLE.values() for w in workers])
+
+
+def _send_preloads(workers: list[Worker]) -> None:
+    """The preloads each worker has not been sent yet (under _IDLE_LOCK: a worker taken for
+    a task leaves _IDLE under it, so nothing else writes to its pipe meanwhile)."""
+    for w in workers:
+        for module in _PRELOADS:
+            if module not in w.preloaded and w.idle():
+                try:
+                    w.preload(module)
+                except OSError:  # it died just now: the pool will not take it
+                    break
 
 
 def visible_devices() -> list[str]:
@@ -339,6 +366,7 @@ class WorkerPool:
                     if w.idle() and len(kept) < _KEPT_PER_ROLE:
                         w.unload()
                         kept.append(w)
+                        _send_preloads([w])
                         continue
             except OSError:  # it died just now
                 pass

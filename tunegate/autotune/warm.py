@@ -8,7 +8,8 @@ run` and `tunegate tune` when they start (forking the server from their own proc
 `server_fork`), and on a GPU host the first drop-in autotuner a program defines. In a
 background thread it starts the server and spare workers (the run worker, and on a GPU host
 a compile worker per CPU core but one), which the pools of this process take and give their
-tasks (`pool.WorkerPool`). The program goes on meanwhile.
+tasks (`pool.WorkerPool`). The program goes on meanwhile. The module of each autotuner the
+program defines is imported by the spares ahead of its first tuning (`preload`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0.
@@ -20,7 +21,7 @@ import logging
 import os
 import threading
 
-__all__ = ["forbid", "wait_for_spares", "warm_up"]
+__all__ = ["forbid", "preload", "wait_for_spares", "warm_up"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,20 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
                               name="tunegate-warm-up")
     _STATE["thread"] = thread
     thread.start()
+
+
+def preload(*modules: str | None) -> None:
+    """The modules of an autotuner the program defines: spare workers import them while the
+    program goes on, not when its first tuning starts them (a library such as Liger-Kernel
+    took 13 s to import in the workers of a first tuning). Not for a script run as
+    `__main__`, whose workers import it by path."""
+    if _STATE.get("forbidden") or os.environ.get("TUNEGATE_WARM") == "0":
+        return
+    from .pool import preload as to_workers
+
+    for module in dict.fromkeys(modules):
+        if module and not module.startswith("__"):
+            to_workers(module)
 
 
 def wait_for_spares(timeout: float | None = None) -> None:

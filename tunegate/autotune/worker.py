@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import sys
 import threading
 import tempfile
 import time
@@ -22,7 +23,7 @@ from ..errors import TunegateError
 from ..outcome import Outcome
 from .backend import COMPILE_ONLY
 from .messages import Reply, Request
-from .worker_child import NotReady, child_main
+from .worker_child import NotReady, Preload, child_main
 from .workload import Setup, TaskRef
 
 __all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError",
@@ -134,6 +135,7 @@ class Worker:
         # whether each was imported by path (its folder is then on the process's sys.path).
         self.loaded: dict[str, tuple[int, int] | None] = {}
         self.by_path: dict[str, bool] = {}
+        self.preloaded: set[str] = set()  # modules sent to import ahead (see `preload`)
 
     @classmethod
     def spare(cls, env: dict[str, str]) -> "Worker":
@@ -188,6 +190,17 @@ class Worker:
         self._note(setup.ref)
         self._conn.send(setup)
         self._pending = True
+
+    def preload(self, module: str) -> None:
+        """Have this idle process import `module` ahead of a task that names it (no answer):
+        its import is then no longer part of that task's start."""
+        assert self._conn is not None and not self._pending
+        self._conn.send(Preload(module, tuple(sys.path)))
+        self.preloaded.add(module)
+        file = getattr(sys.modules.get(module), "__file__", None)
+        if file:  # as for a task's file: changed later, it is not imported here again
+            self.loaded.setdefault(file, file_stamp(file))
+            self.by_path.setdefault(file, False)
 
     def _note(self, ref: TaskRef) -> None:
         """Record the file this process imports for `ref`, as it is now."""

@@ -19,7 +19,7 @@ from ..outcome import Outcome
 from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
 
-__all__ = ["NotReady", "Ready", "child_main", "classify", "ready"]
+__all__ = ["NotReady", "Preload", "Ready", "child_main", "classify", "ready"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
 _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
@@ -78,6 +78,25 @@ class NotReady:
 
     error: str
     baseline: bool = False
+
+
+@dataclass(frozen=True)
+class Preload:
+    """A module an idle worker imports ahead of the task that will name it (see
+    `warm.preload`), with the tuning process's `sys.path`: no answer, and an import that fails
+    is left for that task's own import to report."""
+
+    module: str
+    sys_path: tuple[str, ...]
+
+    def load(self) -> None:
+        import importlib
+
+        sys.path[:] = list(self.sys_path)
+        try:
+            importlib.import_module(self.module)
+        except Exception:  # noqa: BLE001 - see above
+            pass
 
 
 def _alive(pid: int) -> bool:
@@ -196,6 +215,9 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
             conn.send(message)
             if runner is None:
                 return
+            continue
+        if isinstance(request, Preload):  # a head start on a task to come: no answer
+            request.load()
             continue
         if request is None:  # unload: kept idle, holding no inputs, outputs or GPU memory
             runner = None
