@@ -134,3 +134,26 @@ print(os.getpid())
     program_pid = done.stdout.split()[-1]
     importers = marker.read_text().split()
     assert importers and program_pid not in importers  # a spare imported it, the program not
+
+
+@pytest.mark.parametrize("here", [True, False])
+def test_a_worker_ignores_ctrl_c_from_its_first_instruction(here):
+    """A terminal's Ctrl-C reaches the whole process group, workers included, at any moment of
+    their start: it is the program's to handle, never a worker's traceback."""
+    program = f"""
+import os, signal, time
+from tunegate.autotune.worker import Worker, start_server
+start_server(here={here})
+worker = Worker.spare({{}})
+end = time.monotonic() + 1.0
+while time.monotonic() < end:
+    os.kill(worker.pid, signal.SIGINT)
+print("alive" if worker.alive() else "dead", flush=True)
+print(worker.stderr_tail(), flush=True)
+worker.close()
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("alive") and "Traceback" not in done.stdout + done.stderr, \
+        done.stdout + done.stderr

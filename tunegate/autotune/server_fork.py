@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 import threading
 import warnings
@@ -90,11 +91,19 @@ def _forking_the_server() -> Iterator[None]:
         code = args[-1]
         if _FORKSERVER_MAIN not in code:
             return spawn(path, args, passfds)
-        with warnings.catch_warnings():  # torch's own thread: forked without CUDA, as
-            warnings.simplefilter("ignore", DeprecationWarning)  # DataLoader's workers are
-            pid = os.fork()
-        if pid == 0:
-            _serve(code, passfds)
+        # SIGINT is held back across the fork: the server ignores it from its first
+        # instruction, and a Ctrl-C meanwhile reaches this process once the fork is done.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            with warnings.catch_warnings():  # torch's own thread: forked without CUDA, as
+                warnings.simplefilter("ignore", DeprecationWarning)  # DataLoader's workers are
+                pid = os.fork()
+            if pid == 0:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                _serve(code, passfds)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return pid
 
     util.spawnv_passfds = fork_or_spawn

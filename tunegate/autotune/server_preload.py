@@ -3,8 +3,8 @@
 Everything a worker needs is imported here, and Triton's own cache key (a hash of Triton's
 sources that every process compiling a kernel computes once, about 0.4 s) is computed here, so
 that every forked worker inherits them instead of paying for them. No CUDA call is made: a
-process forked after one could not use the GPU. A worker whose program ended before handing
-it its task ends quietly.
+process forked after one could not use the GPU. A worker ignores Ctrl-C from its start, and
+one whose program ended before handing it its task ends quietly.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from multiprocessing import forkserver
 from typing import Any, Callable
 
 # A Ctrl-C while the server imports is the program's to report, not a traceback of the server's
-# (the server ignores SIGINT from the moment its imports end; its workers get the default back).
+# (the server ignores SIGINT from the moment its imports end, and so do its workers).
 # Imported by the program itself (see `server_fork`), it leaves the program's handler as it was.
 _PROGRAMS = signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -34,13 +34,17 @@ signal.signal(signal.SIGINT, _PROGRAMS)
 
 
 def _quiet_when_the_program_is_gone(serve_one: Callable[..., int]) -> Callable[..., int]:
-    """multiprocessing's body of a new worker, which first reads what the program sends it: if
-    the program ended before sending it (one that fails at once while spare workers start),
-    the worker ends without a traceback on the program's terminal."""
+    """multiprocessing's body of a new worker, which sets the signal handlers the server had
+    before it began to serve and reads what the program sends it first. The worker ignores
+    SIGINT from its first instruction on (a Ctrl-C is the program's to handle; before, a
+    Ctrl-C in the moment a worker started printed its traceback), and if the program ended
+    before sending anything (one that fails at once while spare workers start), it ends
+    without a traceback on the program's terminal."""
 
-    def quietly(*args: Any) -> int:
+    def quietly(child_r: Any, fds: Any, unused_fds: Any, handlers: Any) -> int:
+        handlers = {**(handlers or {}), signal.SIGINT: signal.SIG_IGN}
         try:
-            return serve_one(*args)
+            return serve_one(child_r, fds, unused_fds, handlers)
         except EOFError:
             return 0
 
