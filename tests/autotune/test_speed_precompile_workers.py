@@ -45,6 +45,27 @@ def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, comp
     assert len(list((tmp_path / "cache").iterdir())) >= len(configs)
 
 
+def test_compile_workers_make_inputs_without_contents_where_they_can():
+    """On torch's meta device (no memory, nothing filled) unless make_inputs needs real data;
+    either way the same problem, and the same stand-ins for Triton."""
+    import torch
+
+    task = load_module(KERNELS / "pipelined_copy.py").TASK
+
+    def reads_a_value(seed, device):
+        args = task.make_inputs(seed, device)
+        assert float(args["x_ptr"].abs().sum()) > 0  # meta tensors have no values to read
+        return args
+
+    on_meta = TaskCompiler(task, seed=0, inputs=None)
+    on_cpu = TaskCompiler(task.model_copy(update={"make_inputs": reads_a_value}), seed=0,
+                          inputs=None)
+    devices = [{v.device.type for v in c.args.values() if isinstance(v, torch.Tensor)}
+               for c in (on_meta, on_cpu)]
+    assert devices == [{"meta"}, {"cpu"}]
+    assert on_meta.problem_key() == on_cpu.problem_key()
+
+
 def test_a_task_that_launches_itself_is_refused_with_a_reason():
     task = load_module(KERNELS / "pipelined_copy.py").TASK
     own = task.model_copy(update={"launch": lambda args, config: None})
