@@ -32,23 +32,12 @@ def interpret_without_gpu() -> bool:
 
 
 def _gpu_present() -> bool:
-    """Whether torch sees a GPU, asked through NVML where it can be (torch's fork-safe check,
-    PYTORCH_NVML_BASED_CUDA_CHECK): the CUDA driver is not initialised by asking, so this
-    process may still fork the worker server (see `server_fork`)."""
+    """Whether torch sees a GPU, counted through NVML where it can be (torch's fork-safe
+    count): the CUDA driver is not initialised by asking, so this process may still fork the
+    worker server (see `server_fork`)."""
     import torch
 
-    saved = os.environ.get(_NVML_CHECK)
-    os.environ[_NVML_CHECK] = "1"
-    try:
-        return torch.cuda.is_available()
-    finally:
-        if saved is None:
-            os.environ.pop(_NVML_CHECK, None)
-        else:
-            os.environ[_NVML_CHECK] = saved
-
-
-_NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+    return torch.cuda.device_count() > 0
 
 
 def _interpret_existing() -> None:

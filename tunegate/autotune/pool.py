@@ -14,7 +14,7 @@ import atexit
 import os
 import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from typing import Hashable, Iterator
 
@@ -321,39 +321,25 @@ class WorkerPool:
         worker must not be handed on with an answer unread)."""
         if not self.compilers:
             return
-        todo: queue.SimpleQueue[Config] = queue.SimpleQueue()
-        for config in configs:
-            todo.put(config)
-        done: queue.SimpleQueue[tuple[Config, Reply] | None] = queue.SimpleQueue()
-        stop = threading.Event()
+        free: queue.SimpleQueue[Worker | LocalWorker] = queue.SimpleQueue()
+        for worker in self.compilers:
+            free.put(worker)
 
-        def compile_next(worker: Worker | LocalWorker) -> None:
+        def compile_one(config: Config) -> tuple[Config, Reply]:
+            worker = free.get()
             try:
-                while not stop.is_set():
-                    try:
-                        config = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    done.put((config, worker.request(Compile(config, target), timeout)))
+                return config, worker.request(Compile(config, target), timeout)
             finally:
-                done.put(None)
+                free.put(worker)
 
-        threads = [threading.Thread(target=compile_next, args=(w,), daemon=True,
-                                    name="tunegate-compile") for w in self.compilers]
-        for t in threads:
-            t.start()
-        try:
-            finished = 0
-            while finished < len(threads):
-                item = done.get()
-                if item is None:
-                    finished += 1
-                else:
-                    yield item
-        finally:
-            stop.set()
-            for t in threads:
-                t.join()
+        with ThreadPoolExecutor(max_workers=len(self.compilers)) as pool:
+            futures = [pool.submit(compile_one, config) for config in configs]
+            try:
+                for done in as_completed(futures):
+                    yield done.result()
+            finally:  # the compiles in flight end before the pool (and its workers) is left
+                for future in futures:
+                    future.cancel()
 
     def close(self) -> None:
         """Keep the live, idle workers for the next pool of this process; stop the rest."""

@@ -178,15 +178,16 @@ class Search:
 
         with self.ledger.phase("timing"):
             for r in range(1 if full else ROUNDS):
-                turn = list(by_config)[r % len(by_config):] + list(by_config)[:r % len(by_config)]
+                order = list(by_config)
+                turn = order[r % len(order):] + order[:r % len(order)]
                 for trial in measure(self.evaluators, turn, lambda: False, retime):
-                    i = by_config.pop(trial.config) if trial.status is not Outcome.OK \
-                        else by_config[trial.config]
-                    if trial.status is Outcome.OK:
+                    i = by_config[trial.config]
+                    if trial.status is not Outcome.OK:
+                        del by_config[trial.config]  # out of the next rounds
+                    elif not full:
                         samples[trial.config].append(trial.time_ms or 0.0)
-                        trial = trial.model_copy(update={
-                            "time_ms": trial.time_ms if full
-                            else statistics.median(samples[trial.config])})
+                        trial = trial.model_copy(
+                            update={"time_ms": statistics.median(samples[trial.config])})
                     self.ledger.replace(i, trial)
                     self.ledger.refined.add(i)
                     self.ledger.progress({"event": "full_timing", "trial": trial})
