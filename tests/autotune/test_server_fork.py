@@ -157,3 +157,20 @@ worker.close()
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("alive") and "Traceback" not in done.stdout + done.stderr, \
         done.stdout + done.stderr
+
+
+def test_the_forked_server_ends_without_a_traceback_when_the_program_goes_mid_request():
+    """The program ends between connecting to the server and saying which worker it wants
+    (it ended while spare workers started): no traceback of the server's on its terminal."""
+    program = """
+import socket, time
+from multiprocessing import forkserver
+from tunegate.autotune.worker import start_server
+start_server(here=True)
+with socket.socket(socket.AF_UNIX) as s:
+    s.connect(forkserver._forkserver._forkserver_address)  # and gone before sending anything
+time.sleep(1.5)
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

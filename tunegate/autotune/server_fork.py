@@ -114,11 +114,13 @@ def _forking_the_server() -> Iterator[None]:
 
 
 def _serve(code: str, passfds: Sequence[int]) -> None:
-    """The forked child: run the server's command, never return into the parent's frames."""
+    """The forked child: run the server's command, never return into the parent's frames.
+    End-of-file while the program asks for a worker means the program is gone (it ended while
+    spares started): the server ends without a traceback on the program's terminal."""
     try:
         _close_other_ends(passfds)
         exec(compile(code, "<tunegate worker server>", "exec"), {"__name__": "__mp_main__"})
-    except SystemExit:
+    except (SystemExit, EOFError):
         pass
     except BaseException:  # noqa: BLE001 - said on stderr; the parent's workers then spawn
         import traceback
