@@ -381,6 +381,9 @@ def phase_profile(name: str, smoke: bool, shared: dict) -> dict:
     return {"wall_s": wall, "result": _result_fields(result), "profile": text.getvalue()}
 
 
+TRACED = ("tunegate", "warm")  # the phases whose processes record a trace
+TRACE_ENV = "TUNEGATE_TRACE"
+
 PHASE_FUNCTIONS = {"truth": phase_truth, "stock": phase_stock, "tunegate": phase_tunegate,
                    "warm": phase_warm, "plain": phase_plain, "profile": phase_profile}
 
@@ -388,7 +391,11 @@ PHASE_FUNCTIONS = {"truth": phase_truth, "stock": phase_stock, "tunegate": phase
 # -- the parent ---------------------------------------------------------------------------------
 def run_phase(name: str, phase: str, shared: dict, cache: str, smoke: bool,
               timeout: float) -> dict:
-    env = {**os.environ, "TRITON_CACHE_DIR": cache, "BENCH_SPAWNED_AT": repr(time.time())}
+    spawned = time.time()
+    env = {**os.environ, "TRITON_CACHE_DIR": cache, "BENCH_SPAWNED_AT": repr(spawned)}
+    traced = phase in TRACED
+    if traced:  # where the tuning's time goes, in every process of it (tunegate.autotune.trace)
+        env[TRACE_ENV] = tempfile.mktemp(prefix=f"trace-{phase}-", suffix=".jsonl")
     # The tunegate phase runs as a user runs a program tuned by tunegate (`tunegate run`): its
     # workers start with the process, beside its imports. Its process time includes that.
     runner = ["-m", "tunegate", "run"] if phase == "tunegate" else []
@@ -407,7 +414,18 @@ def run_phase(name: str, phase: str, shared: dict, cache: str, smoke: bool,
         return {"failed": f"exit {proc.returncode}", "stderr": proc.stderr[-3000:]}
     record = json.loads(proc.stdout.strip().splitlines()[-1])
     record["child_wall_s"] = elapsed
+    if traced:
+        record["trace"] = _timeline(env[TRACE_ENV], spawned)
     return record
+
+
+def _timeline(path: str, spawned: float) -> list[list]:
+    """A phase's trace events as [seconds since the process was spawned, pid, event, fields]."""
+    from tunegate.autotune.trace import read
+
+    events = read(path)
+    os.unlink(path)
+    return [[round(e.pop("t") - spawned, 4), e.pop("pid"), e.pop("event"), e] for e in events]
 
 
 def _commit() -> str:

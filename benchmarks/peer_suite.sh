@@ -12,7 +12,8 @@
 # ids_fla.txt / ids_liger.txt already in peer/ are used as they are (no collection).
 # Each run starts on an empty Triton cache of its own (cold, as a first run is), except the second
 # tunegate run, which finds the first one's (as a second run of a suite does). A run over its
-# limit gets SIGINT first, so `tunegate run` still prints its table of the tunings done.
+# limit gets SIGINT first, so `tunegate run` still prints its table of the tunings done. The
+# tunegate runs record a trace of every process (trace-RUN-DIR.jsonl: tunegate.autotune.trace).
 # Results in $OUT/peer.tgz.
 set -u
 OUT=${OUT:-/tmp/peer-out}; mkdir -p "$OUT"
@@ -41,8 +42,8 @@ for d in $DIRS; do
   for r in ${RUNS:-stock tunegate1 tunegate2}; do
     case $r in
       stock) run stock $d $STOCK_S stock python3 -m pytest ;;
-      tunegate1) run tunegate1 $d $FIRST_S tunegate python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
-      tunegate2) run tunegate2 $d $SECOND_S tunegate python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
+      tunegate1) run tunegate1 $d $FIRST_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate1-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
+      tunegate2) run tunegate2 $d $SECOND_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate2-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
     esac
   done
 done
@@ -51,4 +52,4 @@ grep -h "s: startup [0-9]" "$OUT"/tunegate1-*.log > "$OUT/tuning_phases.txt"  # 
 for f in "$OUT"/tunegate*-*.log; do  # the table `tunegate run` ends with: one row per tuning
   echo "== $(basename "$f")"; sed -n '/^tunegate: [0-9]* tuning/,$p' "$f"
 done > "$OUT/tunings.txt"
-cp ids_*.txt "$OUT/" ; cd "$OUT" && tar czf peer.tgz *.log *.txt
+cp ids_*.txt "$OUT/" ; cd "$OUT" && tar czf peer.tgz *.log *.txt $(ls *.jsonl 2>/dev/null)

@@ -92,6 +92,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     """
     import runpy
 
+    from .autotune import trace
     from .autotune.backend import interpret_without_gpu
     from .autotune.warm import warm_up
 
@@ -107,6 +108,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     try:
         sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
         warm_up(here=True)  # the workers start while the program does
+        trace.event("program", target=target)
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:

@@ -21,6 +21,7 @@ from typing import Hashable, Iterator
 from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
+from . import trace
 from .local import LocalWorker
 from .messages import Compile, Reply
 from .warm import wait_for_spares
@@ -179,6 +180,7 @@ def _try_wait(worker: Worker | LocalWorker) -> WorkerSetupError | None:
         worker.wait()
     except WorkerSetupError as e:
         return e
+    trace.event("worker ready", worker=worker.pid)
     return None
 
 

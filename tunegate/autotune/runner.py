@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from ..space.space import Config
+from . import trace
 from .check import Mismatch, compare, follows_poison, poison, same_bits, working_dtype
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
@@ -166,13 +167,16 @@ class Runner:
     def inputs(self, i: int) -> Args:
         """The pristine arguments of draw `i` (made once)."""
         if i not in self._inputs_cache:
-            self._inputs_cache[i] = self._make(i)
+            with trace.span("inputs", draw=i):
+                self._inputs_cache[i] = self._make(i)
         return self._inputs_cache[i]
 
     def draw(self, i: int) -> tuple[Args, Expected]:
         """Draw `i`'s pristine arguments and the expected state of every tensor after a run."""
         if i not in self._expected_cache:
-            self._expected_cache[i] = self._expected(self.inputs(i))
+            pristine = self.inputs(i)
+            with trace.span("expected", draw=i):
+                self._expected_cache[i] = self._expected(pristine)
         return self.inputs(i), self._expected_cache[i]
 
     def _fresh_draw(self, i: int) -> tuple[Args, Expected]:
@@ -261,11 +265,12 @@ class Runner:
         assert s.min_launches and s.max_launches and s.draws and s.seconds is not None
         start = time.perf_counter()
         draws = []
-        for _ in range(s.draws):
-            pristine, expected = self._fresh_draw(self._fresh)
-            self._fresh += 1
-            work = self.prepare(pristine)
-            draws.append((pristine, expected, work))
+        with trace.span("stress draws", draws=s.draws):
+            for _ in range(s.draws):
+                pristine, expected = self._fresh_draw(self._fresh)
+                self._fresh += 1
+                work = self.prepare(pristine)
+                draws.append((pristine, expected, work))
         firsts: list[dict[str, torch.Tensor] | None] = [None] * len(draws)
         verdicts: list[Mismatch | None] = [None] * len(draws)  # of each draw's first launch
         launches = wrong = differing = 0

@@ -22,6 +22,7 @@ from .baseline import allowed_baseline, alternatives, baseline_config, outvoted
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
+from . import trace
 from .ledger import Ledger
 from .pool import WorkerPool
 from .results import Budget, TuneError, TuneResult
@@ -76,7 +77,9 @@ class Tuner:
         self.rechecked = rechecked if rechecked is not None else PROCESS_RECHECKED
         self.traits = traits or detect_traits(task.kernel)  # the drop-in's has the call's facts
         self.deterministic = "atomics" not in self.traits.traits  # no atomics: bit for bit
-        self.env = env or detect_environment(probe_device=True)
+        trace.event("tuner", task=task.name)
+        with trace.span("environment"):
+            self.env = env or detect_environment(probe_device=True)
         self.store = store or open_store()
         self.ledger = Ledger(self.store, progress or (lambda event: None))
         # The store's keys of this task and environment, computed once.
@@ -94,10 +97,12 @@ class Tuner:
         if self._early_pool is not None:
             self._early_pool.launch(first_only=True)
         try:
-            self.policy = policy or Policy.load()
-            if traits is None:
-                self.traits = with_problem_facts(self.traits, task, self.policy, self.env, seed)
-            self.region: Region = self.policy.gate(task.space, self.env, self.traits)
+            with trace.span("policy"):
+                self.policy = policy or Policy.load()
+                if traits is None:
+                    self.traits = with_problem_facts(self.traits, task, self.policy, self.env,
+                                                     seed)
+                self.region: Region = self.policy.gate(task.space, self.env, self.traits)
         except BaseException:
             if self._early_pool is not None:
                 self._early_pool.close()
@@ -129,6 +134,10 @@ class Tuner:
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> TuneResult:
         """Tune; raises TuneError (with the partial result) when no correct config is found."""
+        with trace.span("run", task=self.task.name):
+            return self._run()
+
+    def _run(self) -> TuneResult:
         start = time.perf_counter()
         if self.task.reference is None and self.baseline is None:  # nothing allowed to compare with
             raise TuneError(no_winner(self.ledger, self.task, self.region, self.budget,
@@ -176,9 +185,11 @@ class Tuner:
                         timeout=self.sizing.timeout, staged=self.staged_timing, start=start)
         stopped: WorkerSetupError | None = None
         try:
-            interrupted = search.run()
+            with trace.span("search"):
+                interrupted = search.run()
             if not interrupted:
-                search.refine()
+                with trace.span("refine"):
+                    search.refine()
         except WorkerSetupError as e:
             interrupted, stopped = True, e
         wrong = None if self.baseline is None else outvoted(self.ledger.trials, self.baseline,
@@ -188,7 +199,8 @@ class Tuner:
         try:
             if stopped is not None:  # no worker left to stress-check with
                 raise stopped
-            best, best_time = winner(self.ledger, evaluators[0], time.perf_counter() - start)
+            with trace.span("winner"):
+                best, best_time = winner(self.ledger, evaluators[0], time.perf_counter() - start)
         except (KeyboardInterrupt, WorkerSetupError) as e:
             pool.run.stop()  # a request may be in flight: its answer must never be read
             interrupted = True

@@ -21,6 +21,8 @@ import logging
 import os
 import threading
 
+from . import trace
+
 __all__ = ["forbid", "preload", "wait_for_spares", "warm_up"]
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,8 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
         from .worker import start_server
 
         try:
-            start_server(here=True)
+            with trace.span("server forked here"):
+                start_server(here=True)
         except Exception as e:  # noqa: BLE001 - an optimisation: the thread starts it as ever
             log.debug("the worker server could not be forked here: %s: %s", type(e).__name__, e)
     thread = threading.Thread(target=_start_spares, args=(gpu_only,), daemon=True,
@@ -90,5 +93,6 @@ def _start_spares(gpu_only: bool) -> None:
         keep_spare("run0", Worker.spare({}))
         for _ in range(compile_cores() if gpu else 0):
             keep_spare("compile", Worker.spare(dict(COMPILE_ENV)))
+        trace.event("spares started")
     except Exception as e:  # noqa: BLE001 - warming is an optimisation: tuning starts its own
         log.debug("spare workers could not be started: %s: %s", type(e).__name__, e)

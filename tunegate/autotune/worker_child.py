@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..outcome import Outcome
+from . import trace
 from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
 
@@ -55,7 +56,9 @@ def _load(ref: TaskRef, local: Any = None) -> Any:
     if local is not None:
         obj = local
     else:
-        module = importlib.import_module(ref.module) if ref.module else load_module(ref.file)
+        with trace.span("import", module=ref.module or ref.file):
+            module = importlib.import_module(ref.module) if ref.module else \
+                load_module(ref.file)
         obj = getattr(module, ref.name)
     if ref.call is not None:
         return ref.call.task(obj)
@@ -140,8 +143,10 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
                                     inputs=setup.ref.inputs)
             return compiler, Ready(compiler.problem_key(), compiler.kind, None)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
-        runner = Runner(_load(setup.ref, local), seed=setup.seed, baseline=baseline,
-                        inputs=setup.ref.inputs, deterministic=setup.deterministic)
+        task = _load(setup.ref, local)
+        with trace.span("runner"):
+            runner = Runner(task, seed=setup.seed, baseline=baseline, inputs=setup.ref.inputs,
+                            deterministic=setup.deterministic)
         return runner, Ready(runner.problem_key(), runner.kind, device_facts())
     except BaselineError as e:
         return None, NotReady(str(e), baseline=True)
@@ -196,11 +201,14 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     from .runner import BaselineError
 
+    trace.event("worker start", role="compile" if os.environ.get(COMPILE_ONLY) == "1" else "run")
     if not first:
         runner: Any = None
-        _prepare_spare()
+        with trace.span("prepare spare"):
+            _prepare_spare()
     else:
-        runner, message = ready(first.pop())
+        with trace.span("load task"):
+            runner, message = ready(first.pop())
         conn.send(message)
         if runner is None:
             return
@@ -211,20 +219,24 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
             return  # the parent closed its end or died: nothing more will come
         if isinstance(request, Setup):  # a new task
             runner = None  # the old task's inputs are freed before the new one's are made
-            runner, message = ready(request)
+            with trace.span("load task"):
+                runner, message = ready(request)
             conn.send(message)
             if runner is None:
                 return
             continue
         if isinstance(request, Preload):  # a head start on a task to come: no answer
-            request.load()
+            with trace.span("preload", module=request.module):
+                request.load()
             continue
         if request is None:  # unload: kept idle, holding no inputs, outputs or GPU memory
             runner = None
             _free_memory()
             continue
         try:
-            conn.send((Outcome.OK, request.run(runner)))
+            with trace.span(type(request).__name__):
+                answer = request.run(runner)
+            conn.send((Outcome.OK, answer))
         except BaselineError as e:
             conn.send((Outcome.BASELINE_ERROR, str(e)))
         except Exception as e:
