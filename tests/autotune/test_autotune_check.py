@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tunegate.autotune import compare, poison
 from tunegate.autotune.check import tolerance
@@ -53,3 +55,34 @@ def test_fp8_is_bitwise():
 
 def test_shape_mismatch_is_a_mismatch():
     assert compare("out", torch.ones(3), torch.ones(4)).got == "shape (3,)"
+
+
+@settings(max_examples=200, deadline=None)
+@given(dtype=st.sampled_from([torch.float16, torch.bfloat16]),
+       rtol=st.sampled_from([1e-2, 2e-2, 1e-3, 0.1, 0.0]),
+       atol=st.sampled_from([1e-2, 2e-2, 2.0 ** -14, 1e-3, 0.5]),
+       cases=st.lists(st.tuples(st.floats(-6e4, 6e4, allow_nan=False, width=32),
+                                st.sampled_from([-1.0, 1.0]),
+                                st.floats(-0.05, 0.05, allow_nan=False)),
+                      min_size=1, max_size=40))
+def test_the_16_bit_comparison_passes_nothing_the_float32_one_fails(dtype, rtol, atol, cases):
+    """Elements put just inside and just outside the tolerance (by up to 5% of it): what the
+    comparison in the tensor's own dtype passes, the float32 comparison passes too."""
+    from tunegate.autotune.check import surely_inside
+
+    for value, side, off in cases:
+        want = torch.tensor([value]).to(dtype)
+        bound = atol + rtol * abs(float(want))
+        got = (want.float() + side * bound * (1 + off)).to(dtype)
+        if surely_inside(got, want, rtol, atol):
+            assert float((got.float() - want.float()).abs()) <= atol + rtol * abs(float(want))
+
+
+def test_a_16_bit_output_well_inside_its_tolerance_is_passed_in_its_own_dtype():
+    from tunegate.autotune.check import surely_inside
+
+    want = torch.randn(1000, generator=torch.Generator().manual_seed(0)).half()
+    assert surely_inside(want + 0.001, want, 1e-2, 1e-2)
+    assert not surely_inside(want + 0.5, want, 1e-2, 1e-2)
+    assert compare("out", want + 0.5, want) is not None  # the float32 comparison decides
+    assert not surely_inside(want.float(), want.float(), 1e-2, 1e-2)  # float32: not its case

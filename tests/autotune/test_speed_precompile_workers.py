@@ -46,8 +46,8 @@ def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, comp
 
 
 def test_compile_workers_make_inputs_without_contents_where_they_can():
-    """On torch's meta device (no memory, nothing filled) unless make_inputs needs real data;
-    either way the same problem, and the same stand-ins for Triton."""
+    """Asked without the run worker's specs: on torch's meta device (no memory, nothing
+    filled) unless make_inputs needs real data."""
     import torch
 
     task = load_module(KERNELS / "pipelined_copy.py").TASK
@@ -60,10 +60,35 @@ def test_compile_workers_make_inputs_without_contents_where_they_can():
     on_meta = TaskCompiler(task, seed=0, inputs=None)
     on_cpu = TaskCompiler(task.model_copy(update={"make_inputs": reads_a_value}), seed=0,
                           inputs=None)
-    devices = [{v.device.type for v in c.args.values() if isinstance(v, torch.Tensor)}
+    devices = [{v.device.type for v in c.own_args.values() if isinstance(v, torch.Tensor)}
                for c in (on_meta, on_cpu)]
     assert devices == [{"meta"}, {"cpu"}]
-    assert on_meta.problem_key() == on_cpu.problem_key()
+
+
+def test_compile_workers_specialise_on_the_run_workers_arguments(tmp_path, monkeypatch):
+    """The run worker sends draw 0's dtypes and values (`Runner.arg_specs`); the compile
+    workers make no inputs of their own (fifteen of them each drawing a large input held up
+    a tuning's start) and fill the cache entries a launch on those arguments looks up."""
+    from tunegate.autotune.precompile import TensorSpec
+
+    close_idle_workers()
+    marker = tmp_path / "inputs"
+    monkeypatch.setenv("INPUTS_MARKER_FILE", str(marker))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    ref = TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_NOTING_INPUTS")
+    pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
+                      precompile=True)
+    try:
+        pool.start()
+        assert pool.run.arg_specs == {"x_ptr": TensorSpec("float32"),
+                                      "y_ptr": TensorSpec("float32"), "n": 512}
+        configs = [Config(values={"BLOCK": b, "STAGES": 1}) for b in (32, 64)]
+        replies = dict(pool.compile_stream(configs, timeout=120, target="cuda:90:32"))
+        assert {c: r.status for c, r in replies.items()} == {c: "ok" for c in configs}
+    finally:
+        pool.close()
+        close_idle_workers()
+    assert set(marker.read_text().split()) == {"run"}
 
 
 def test_a_task_that_launches_itself_is_refused_with_a_reason():

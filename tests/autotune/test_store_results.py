@@ -156,3 +156,22 @@ def test_a_worker_that_fails_to_restart_keeps_what_was_measured(tmp_path, monkey
                for n in result.notes), result.notes
     with sqlite3.connect(tmp_path / "s.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == len(result.trials)
+
+
+def test_writes_follow_the_path_when_the_file_there_is_replaced(tmp_path):
+    """A store keeps its writing connection between writes, but a write goes to the file the
+    path names now: not to one moved away (or deleted) meanwhile."""
+    path = tmp_path / "s.sqlite"
+    key = TrialKey(run="r", task="t", kernel="k", kernel_name="n", problem="p", policy="x",
+                   env="e")
+    first = Store(path)
+    first.record(key, Config(values={"A": 1}), "ok", time_ms=1.0, timing="gpu")
+    path.rename(tmp_path / "old.sqlite")
+    Store(path)  # a new, empty store at the same path
+    first.record(key, Config(values={"A": 2}), "ok", time_ms=1.0, timing="gpu")
+
+    def configs(file):
+        with sqlite3.connect(file) as db:
+            return [r[0] for r in db.execute("SELECT config FROM trials")]
+
+    assert configs(path) == [Config(values={"A": 2}).key()]

@@ -1,5 +1,7 @@
 """A chunked copy whose winner uses software pipelining unless a policy forbids it."""
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -32,3 +34,14 @@ TASK = Task(
     outputs=("y_ptr",))  # no reference: the baseline config (STAGES=1) is the reference
 
 TASK_WITH_REFERENCE = TASK.model_copy(update={"reference": lambda x_ptr, y_ptr, n: x_ptr})
+
+
+def _noting_inputs(seed, device):
+    """make_inputs, noting in $INPUTS_MARKER_FILE whether a compile worker made them."""
+    with open(os.environ["INPUTS_MARKER_FILE"], "a", encoding="utf-8") as marker:
+        marker.write(("compile" if os.environ.get("TUNEGATE_COMPILE_ONLY") == "1" else "run")
+                     + "\n")
+    return make_inputs(seed, device)
+
+
+TASK_NOTING_INPUTS = TASK_WITH_REFERENCE.model_copy(update={"make_inputs": _noting_inputs})

@@ -33,6 +33,7 @@ class LocalWorker:
         self.problem_key: str | None = None
         self.kind: str | None = None
         self.device_facts: tuple[str, int] | None = None
+        self.arg_specs: dict[str, Any] | None = None  # see Runner.arg_specs
         self._runner: Any = None
         self._pending = False
 
@@ -74,6 +75,7 @@ class LocalWorker:
         self._runner = runner
         self.problem_key, self.kind, self.device_facts = message.problem_key, message.kind, \
             message.device_facts
+        self.arg_specs = message.arg_specs
 
     def request(self, request: Request, timeout: float = 120.0) -> Reply:
         """Run one operation on one config here; never raises for what the kernel does."""

@@ -88,13 +88,14 @@ class Time:
 @dataclass(frozen=True)
 class Compile:
     """Compile without running, for `target` ("backend:arch:warp_size") where the worker sees
-    no GPU."""
+    no GPU, specialised on `arg_specs` (the run worker's, see `Runner.arg_specs`) if given."""
 
     config: Config
     target: str | None = None
+    arg_specs: dict[str, Any] | None = None
 
     def run(self, runner: Any) -> CompileResult:
-        shared = runner.compile(self.config, self.target)
+        shared = runner.compile(self.config, self.target, self.arg_specs)
         return CompileResult(shared if isinstance(shared, int) else None)
 
 

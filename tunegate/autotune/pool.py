@@ -326,11 +326,12 @@ class WorkerPool:
         free: queue.SimpleQueue[Worker | LocalWorker] = queue.SimpleQueue()
         for worker in self.compilers:
             free.put(worker)
+        specs = self.runs[0].arg_specs if self.runs else None
 
         def compile_one(config: Config) -> tuple[Config, Reply]:
             worker = free.get()
             try:
-                return config, worker.request(Compile(config, target), timeout)
+                return config, worker.request(Compile(config, target, specs), timeout)
             finally:
                 free.put(worker)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterator, Mapping
 
 from ..errors import TunegateError
@@ -144,10 +145,11 @@ def target_text(target: Any) -> str:
 
 class TaskCompiler:
     """Compiles one task's configs in a compile worker (no GPU, no CUDA context), for the
-    target each request names, with the argument specialisation of the task's draw-0 inputs:
-    made on torch's meta device (shapes and dtypes, no contents: fifteen compile workers of
-    an 8192^2 problem then hold nothing and fill nothing), or on the CPU where `make_inputs`
-    needs real data (a seeded generator, a value read back)."""
+    target each request names, with the argument specialisation each request brings (the
+    run worker's draw 0, see `Runner.arg_specs`), else that of inputs it makes once: on
+    torch's meta device (shapes and dtypes, no contents), or on the CPU where `make_inputs`
+    needs real data (a generator seeded on the device, a value read back). Fifteen compile
+    workers each drawing an 8192^2 input on the CPU held up a tuning's start by a second."""
 
     kind = "compile"
 
@@ -155,19 +157,20 @@ class TaskCompiler:
         if task.launch is not None and task.compile_kwargs is None:
             raise PrecompileError(f"{task.name} launches through its own function: its "
                                   "arguments are only known there")
-        make = inputs or task.make_inputs
-        self.task = task
+        self.task, self.seed, self._make = task, seed, inputs or task.make_inputs
+
+    @cached_property
+    def own_args(self) -> dict[str, Any]:
+        """Draw 0's arguments made here, for requests that bring none."""
         try:
-            self.args = make(seed, "meta")
+            return self._make(self.seed, "meta")
         except Exception:  # noqa: BLE001 - it needs real data: made on the CPU instead
-            self.args = make(seed, "cpu")
+            return self._make(self.seed, "cpu")
 
-    def problem_key(self) -> str:
-        return self.task.problem_key(self.args)
-
-    def compile(self, config: Any, target: str) -> int:
-        """Compile one config for `target` ('cuda:90:32') into the cache; the shared memory it
-        needs per block, in bytes."""
+    def compile(self, config: Any, target: str, arg_specs: Mapping[str, Any] | None = None
+                ) -> int:
+        """Compile one config for `target` ('cuda:90:32') into the cache, specialised on
+        `arg_specs` if given; the shared memory it needs per block, in bytes."""
         from .task import split_config
 
         if self.task.compile_kwargs is not None:
@@ -175,5 +178,6 @@ class TaskCompiler:
         else:
             kernel_kwargs, options = split_config(config)
             kwargs = {**kernel_kwargs, **options}
-        args = {k: v for k, v in self.args.items() if k not in kwargs}
+        given = arg_specs if arg_specs is not None else self.own_args
+        args = {k: v for k, v in given.items() if k not in kwargs}
         return precompile(self.task.kernel, args, kwargs, parse_target(target)).shared_bytes

@@ -16,6 +16,7 @@ not compared either; nor are the task's `scratch` arguments. `not_compared` reco
 from __future__ import annotations
 
 import os
+import pickle
 import statistics
 import time
 from functools import cached_property
@@ -25,7 +26,7 @@ import torch
 
 from ..space.space import Config
 from . import trace
-from .check import Mismatch, compare, follows_poison, poison, same_bits, working_dtype
+from .check import Mismatch, bits_differ, compare, follows_poison, poison, working_dtype
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
 from .expected import BaselineError, Expected, reference_outputs, tensors_of
@@ -36,7 +37,9 @@ from .task import Args, Task, split_config
 __all__ = ["BaselineError", "Runner", "device_facts", "device_kind"]
 
 FRESH_DRAWS = 1_000_000  # stress draws start here: never the draws the quick checks used
-SHORT_WARMUP_MS, SHORT_REP_MS = 5, 20  # the short timing every candidate gets on a GPU
+# The short timing every candidate gets on a GPU: the median of ~10 ms of launches (each after
+# an L2 flush), enough to rank configs, since contenders are timed again in rounds (see search).
+SHORT_WARMUP_MS, SHORT_REP_MS = 3, 10
 
 
 class Runner:
@@ -187,6 +190,27 @@ class Runner:
     def problem_key(self) -> str:
         return self.task.problem_key(self.inputs(0))
 
+    def arg_specs(self) -> dict[str, Any] | None:
+        """Draw 0's arguments as Triton specialises a launch on them, for compile workers (so
+        that they make no inputs of their own): each tensor's dtype, the other values as they
+        are. None where that is not the whole story: a tensor that is not 16-byte aligned (its
+        launch specialises otherwise), a value that cannot be sent to another process."""
+        from .precompile import TensorSpec
+
+        specs: dict[str, Any] = {}
+        for name, value in self.inputs(0).items():
+            if isinstance(value, torch.Tensor):
+                if value.data_ptr() % 16:
+                    return None
+                specs[name] = TensorSpec(str(value.dtype).removeprefix("torch."))
+            else:
+                specs[name] = value
+        try:
+            pickle.dumps(specs)
+        except Exception:  # noqa: BLE001 - whatever pickling an unknown value raises
+            return None
+        return specs
+
     def _compare(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Mismatch | None:
         """`compare` with the task's tolerances; against a baseline (no reference) floats are
         compared row-scaled: its reduction order is no more right than the config's. A zeroed
@@ -257,10 +281,12 @@ class Runner:
         return CheckResult(None, first + draws, None, time.perf_counter() - start, launches)
 
     def stress(self, config: Config, settings: StressCheck) -> StressReport:
-        """Many launches over fresh draws, each restored, poisoned (each draw's rounds alternate
-        the two poisons) and compared bit for bit with the draw's first launch: the same bits
-        get that launch's verdict, other bits (a race, an unwritten element holding the other
-        poison, an atomic's order) a full comparison of their own."""
+        """Many launches over fresh draws, each restored, poisoned (each round over the draws
+        alternates the two poisons) and compared bit for bit with the draw's first launch: the
+        same bits get that launch's verdict, other bits (a race, an unwritten element holding
+        the other poison, an atomic's order) a full comparison of their own. A round's launches
+        (one per draw, each into its own buffers) are queued back to back and their bit
+        comparisons read with one synchronisation: per launch, the device's work alone."""
         s = settings.resolved(self.kind)
         assert s.min_launches and s.max_launches and s.draws and s.seconds is not None
         start = time.perf_counter()
@@ -278,31 +304,46 @@ class Runner:
         first_bad_draw: int | None = None
         while launches < s.max_launches and (
                 launches < s.min_launches or time.perf_counter() - start < s.seconds):
-            d = launches % len(draws)
-            pristine, expected, work = draws[d]
-            args = self._launch(pristine, config, into=work,
-                                second=bool(launches // len(draws) % 2))
-            launches += 1
-            outputs = self._compared(args, expected)
-            first = firsts[d]
-            if first is not None and all(same_bits(t, first[n]) for n, t in outputs.items()):
-                bad = verdicts[d]  # the bits of the draw's first launch: its verdict, no compare
-            else:
-                bad = self._first_mismatch(outputs, expected)
-                if first is None:
-                    firsts[d], verdicts[d] = {n: t.clone() for n, t in outputs.items()}, bad
+            rounds = range(min(len(draws), s.max_launches - launches))
+            second = bool(launches // len(draws) % 2)
+            for d in rounds:
+                pristine, _, work = draws[d]
+                self.task.run(self.prepare(pristine, into=work, second=second), config)
+            outputs = [self._compared(draws[d][2], draws[d][1]) for d in rounds]
+            same = self._same_as_firsts(outputs, firsts)
+            for d in rounds:
+                launches += 1
+                if same[d]:
+                    bad = verdicts[d]  # the bits of the draw's first launch: its verdict
                 else:
-                    differing += 1
-            if bad is not None:
-                wrong += 1
-                if first_bad is None:
-                    first_bad, first_bad_draw = bad, d
+                    bad = self._first_mismatch(outputs[d], draws[d][1])
+                    if firsts[d] is None:
+                        firsts[d] = {n: t.clone() for n, t in outputs[d].items()}
+                        verdicts[d] = bad
+                    else:
+                        differing += 1
+                if bad is not None:
+                    wrong += 1
+                    if first_bad is None:
+                        first_bad, first_bad_draw = bad, d
         return StressReport(launches=launches, draws=len(draws), wrong=wrong,
                             differing=differing, deterministic=self.deterministic,
                             first_mismatch=first_bad,
                             first_wrong_draw=first_bad_draw,
                             seconds=time.perf_counter() - start,
                             not_compared=dict(self.not_compared))
+
+    @staticmethod
+    def _same_as_firsts(outputs: list[dict[str, torch.Tensor]],
+                        firsts: list[dict[str, torch.Tensor] | None]) -> list[bool]:
+        """Per launch of a round: do its compared tensors hold the bits of its draw's first
+        launch (False before there is one)? Read back with one synchronisation."""
+        pending = [(d, bits_differ(t, first[n]))
+                   for d, (out, first) in enumerate(zip(outputs, firsts)) if first is not None
+                   for n, t in out.items()]
+        differs = torch.stack([flag for _, flag in pending]).tolist() if pending else []
+        changed = {d for (d, _), flag in zip(pending, differs) if flag}
+        return [firsts[d] is not None and d not in changed for d in range(len(outputs))]
 
     def time(self, config: Config, draw: int = 0, full: bool = True) -> TimeResult:
         """Median milliseconds per launch on one draw, and the check of the output the timing
@@ -342,9 +383,9 @@ class Runner:
         vote = self.vote(args) if bad is not None and draw == 0 else None
         return TimeResult(ms, bad, vote, time.perf_counter() - start)
 
-    def compile(self, config: Config, target: Any = None) -> None:
-        """Compile without running (GPU only, for this GPU: `target` is not used), so compile
-        errors surface in a compile worker."""
+    def compile(self, config: Config, target: Any = None, arg_specs: Any = None) -> None:
+        """Compile without running (GPU only, for this GPU and draw 0's arguments: `target`
+        and `arg_specs` are not used), so compile errors surface in a compile worker."""
         if self.kind != "gpu" or self.task.launch is not None:
             return
         args = self.inputs(0)

@@ -33,8 +33,8 @@ __all__ = ["MIN_CONTENDERS", "NEAR", "Search"]
 
 log = logging.getLogger(__name__)
 
-# The contenders of the short timings, which get the full timing: those within NEAR of the
-# fastest (a short median of ~100 launches is good to a few percent), at most a sixth of the
+# The contenders of the short timings, which are timed again: those within NEAR of the fastest
+# (a short median of some 10 ms of launches is good to a few percent), at most a sixth of the
 # timed configs but at least MIN_CONTENDERS, so a 16-config list retimes 3, not 16.
 NEAR = 1.06
 MIN_CONTENDERS = 3

@@ -1,10 +1,11 @@
 """The tuning store's SQLite file: schema and migration, connections, and the write lock.
 
 Any number of processes may read and write one database at once. Every write is one short
-`BEGIN IMMEDIATE` transaction on a connection of its own, the journal is WAL and writers wait up
-to `timeout` seconds for the lock, so concurrent tuners serialize their writes and never corrupt
-the file; a writer that waits longer than `timeout` gets a `StoreError`, after `on_wait` was told
-about each wait. A file that is not tunegate's is never converted.
+`BEGIN IMMEDIATE` transaction, the journal is WAL and writers wait up to `timeout` seconds for the
+lock, so concurrent tuners serialize their writes and never corrupt the file; a writer that waits
+longer than `timeout` gets a `StoreError`, after `on_wait` was told about each wait. Each thread
+keeps its writing connection (opening one cost more than the write), anew in a forked child or
+once the path names another file. A file that is not tunegate's is never converted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import errno
 import os
 import sqlite3
 import stat
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,6 +108,7 @@ class StoreFile:
         self.path = Path(path)
         self.timeout = timeout
         self._lock_timed_out = False  # once a write waited `timeout` in vain, the rest do not
+        self._kept = threading.local()  # this thread's writing connection, see `_writer`
         self.on_wait = on_wait or (lambda message: None)
         try:
             self._check_is_file()
@@ -211,6 +214,10 @@ class StoreFile:
         db.row_factory = sqlite3.Row
         db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
         self._wal(db)
+        # In WAL mode, NORMAL syncs at checkpoints, not at each commit: a crash of the
+        # process loses nothing, a power cut at most the last writes of a cache that is
+        # re-measured anyway, and a tuning no longer waits for the disk at every trial.
+        db.execute("PRAGMA synchronous=NORMAL")
         return db
 
     def _wal(self, db: sqlite3.Connection) -> None:
@@ -286,10 +293,37 @@ class StoreFile:
         """The error to raise when reading or writing the file failed with `e`."""
         return StoreError(f"cannot {verb} the tuning store at {self.path}: {e}" + self._advice(e))
 
+    def _identity(self) -> tuple[int, int, int] | None:
+        """This process and the file at the path (None: there is none)."""
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return os.getpid(), found.st_dev, found.st_ino
+
+    def _writer(self) -> sqlite3.Connection:
+        """This thread's connection for writing: the kept one while this process and the file
+        at the path are those it was opened for, else a new one."""
+        kept = getattr(self._kept, "db", None)
+        identity = self._identity()
+        if kept is not None and identity is not None and kept[0] == identity:
+            return kept[1]
+        self._drop_writer()
+        db = self._connect()
+        self._kept.db = (self._identity(), db)
+        return db
+
+    def _drop_writer(self) -> None:
+        """Close this thread's kept connection (one inherited from a parent is left alone)."""
+        kept = getattr(self._kept, "db", None)
+        self._kept.db = None
+        if kept is not None and kept[0] is not None and kept[0][0] == os.getpid():
+            kept[1].close()
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         try:
-            db = self._connect()
+            db = self._writer()
         except sqlite3.Error as e:
             raise self._failed("write", e) from None
         try:
@@ -297,13 +331,14 @@ class StoreFile:
             yield db
             db.execute("COMMIT")
         except BaseException as e:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            try:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            finally:
+                self._drop_writer()  # in a state of its own: the next write opens another
             if isinstance(e, (sqlite3.Error, ValueError)) and not isinstance(e, StoreError):
                 raise self._failed("write", e) from None
             raise
-        finally:
-            db.close()
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

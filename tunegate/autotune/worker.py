@@ -131,6 +131,7 @@ class Worker:
         self.problem_key: str | None = None
         self.kind: str | None = None
         self.device_facts: tuple[str, int] | None = None  # see runner.device_facts
+        self.arg_specs: dict[str, Any] | None = None  # see Runner.arg_specs
         # The files its tasks came from, as they were when first imported (see pool), and
         # whether each was imported by path (its folder is then on the process's sys.path).
         self.loaded: dict[str, tuple[int, int] | None] = {}
@@ -244,6 +245,7 @@ class Worker:
             raise (BaselineFailed if msg.baseline else WorkerSetupError)(msg.error)
         self.problem_key, self.kind, self.device_facts = msg.problem_key, msg.kind, \
             msg.device_facts
+        self.arg_specs = msg.arg_specs
 
     def start(self) -> None:
         self.launch()

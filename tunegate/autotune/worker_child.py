@@ -67,11 +67,13 @@ def _load(ref: TaskRef, local: Any = None) -> Any:
 
 @dataclass(frozen=True)
 class Ready:
-    """A worker's answer to a setup that worked: what it loaded, and for which device."""
+    """A worker's answer to a setup that worked: what it loaded, for which device, and (a run
+    worker) the arguments as compile workers specialise on them (see `Runner.arg_specs`)."""
 
     problem_key: str
     kind: str
     device_facts: tuple[str, int] | None  # see runner.device_facts
+    arg_specs: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,13 +143,14 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
 
             compiler = TaskCompiler(_load(setup.ref, local), seed=setup.seed,
                                     inputs=setup.ref.inputs)
-            return compiler, Ready(compiler.problem_key(), compiler.kind, None)
+            return compiler, Ready("", compiler.kind, None)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
         task = _load(setup.ref, local)
         with trace.span("runner"):
             runner = Runner(task, seed=setup.seed, baseline=baseline, inputs=setup.ref.inputs,
                             deterministic=setup.deterministic)
-        return runner, Ready(runner.problem_key(), runner.kind, device_facts())
+        return runner, Ready(runner.problem_key(), runner.kind, device_facts(),
+                             runner.arg_specs())
     except BaselineError as e:
         return None, NotReady(str(e), baseline=True)
     except Exception as e:
@@ -163,11 +166,13 @@ def _prepare_spare() -> None:
         import torch
 
         if torch.cuda.is_available():
-            torch.zeros(1, device="cuda")
-            torch.cuda.synchronize()
+            with trace.span("cuda context"):
+                torch.zeros(1, device="cuda")
+                torch.cuda.synchronize()
             import triton
 
-            triton.runtime.driver.active.get_current_device()
+            with trace.span("triton driver"):
+                triton.runtime.driver.active.get_current_device()
     except Exception:  # noqa: BLE001 - the task's own load reports what is wrong, with context
         pass
 
