@@ -18,6 +18,11 @@ For each list, each phase runs in a fresh process; every cold phase gets an empt
             reused), then the chosen config's first launch;
 - plain:    the chosen config's first launch alone on that warm cache: the kernel's own cost,
             against which the warm start's overhead is measured;
+- verdict:  the configs the tuners chose and the truth's VERDICT_TOP fastest correct ones,
+            timed again side by side in one process (VERDICT_ROUNDS rounds in turns, each
+            config keeping the median): chosen/best without the clocks of two processes
+            between them (the truth's own timings of one config moved by up to 10% from one
+            process to the next on an H200);
 - profile:  with `--profile`, the tunegate phase again on an empty cache and store, tuned in
             the benchmark's own process (no run worker) under cProfile: where its time goes.
 
@@ -106,7 +111,8 @@ ANCHORS = ("softmax_8192", "matmul_4096")
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # triton.Config's, not kwargs
 STOCK_NEEDS_GPU = ("stock triton.autotune benchmarks through the active GPU driver; Triton's "
                    "interpreter (TRITON_INTERPRET=1) provides none, so it cannot run here")
-PHASES = ("truth", "stock", "tunegate", "warm", "plain")
+PHASES = ("truth", "stock", "tunegate", "warm", "plain", "verdict")
+VERDICT_TOP, VERDICT_ROUNDS = 4, 5
 PROFILED = 45  # functions listed by the profile phase, by cumulative time
 
 
@@ -384,8 +390,23 @@ def phase_profile(name: str, smoke: bool, shared: dict) -> dict:
 TRACED = ("tunegate", "warm")  # the phases whose processes record a trace
 TRACE_ENV = "TUNEGATE_TRACE"
 
+def phase_verdict(name: str, smoke: bool, shared: dict) -> dict:
+    """The chosen configs and the truth's fastest, timed in turns in this one process."""
+    task, _, _ = _task_of(name, smoke)
+    candidates = shared["verdict"]
+    configs = {json.dumps(c, sort_keys=True): _config_of(task, c) for c in candidates}
+    args = _inputs(task, 5000)
+    order = list(configs)
+    samples: dict[str, list[float]] = {k: [] for k in order}
+    for r in range(VERDICT_ROUNDS if _on_gpu() else 1):
+        for key in order[r % len(order):] + order[:r % len(order)]:
+            samples[key].append(_time_ms(task, configs[key], args))
+    return {"ms": {k: statistics.median(v) for k, v in samples.items()}}
+
+
 PHASE_FUNCTIONS = {"truth": phase_truth, "stock": phase_stock, "tunegate": phase_tunegate,
-                   "warm": phase_warm, "plain": phase_plain, "profile": phase_profile}
+                   "warm": phase_warm, "plain": phase_plain, "verdict": phase_verdict,
+                   "profile": phase_profile}
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -484,6 +505,8 @@ def bench_list(name: str, args: argparse.Namespace, env: dict, deadline: float) 
             if not shared["choice"]:
                 record[phase] = {"failed": "skipped: tunegate returned no config"}
                 continue
+        if phase == "verdict":
+            shared["verdict"] = _verdict_candidates(record)
         cache = warm_cache if phase in ("tunegate", "warm", "plain") else \
             tempfile.mkdtemp(prefix=f"cache-{name}-{phase}-")
         start = time.perf_counter()
@@ -493,6 +516,15 @@ def bench_list(name: str, args: argparse.Namespace, env: dict, deadline: float) 
         print(f"{name:<13} {phase:<9} {time.perf_counter() - start:6.1f} s  {status[:100]}",
               flush=True)
     return record
+
+
+def _verdict_candidates(record: dict) -> list[dict]:
+    """The configs the verdict phase times: each tuner's choice, the truth's fastest correct."""
+    rows = sorted((r for r in record["truth"].get("rows", []) if r.get("correct") and r.get("ms")),
+                  key=lambda r: r["ms"])
+    chosen = [record[p].get("choice") for p in ("stock", "tunegate")]
+    found = [c for c in chosen if c] + [r["config"] for r in rows[:VERDICT_TOP]]
+    return list({json.dumps(c, sort_keys=True): c for c in found}.values())
 
 
 def child(args: argparse.Namespace) -> None:

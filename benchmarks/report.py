@@ -51,11 +51,17 @@ def summarize(record: dict) -> dict:
         "list": record.get("list", record.get("kernel")), "candidates": record["candidates"],
         "wrong": sum(1 for r in rows if not r.get("correct")) if rows else None,
         "best_ms": best["ms"] if best else None, "truth_note": _phase_note(truth)}
+    side = record.get("verdict", {}).get("ms", {})  # the verdict phase: one process, in turns
+    side = {_key(json.loads(k)): v for k, v in side.items()}
     for tuner in ("stock", "tunegate"):
         data = record.get(tuner, {})
         row = times.get(_key(data.get("choice"))) if data.get("choice") else None
+        fastest = min((v for k, v in side.items() if times.get(k, {}).get("correct")),
+                      default=None)
         out[tuner] = {"wall": data.get("wall_s"), "process": data.get("process_wall_s"),
                       "chosen_best": _div(row["ms"], best["ms"]) if row and best else None,
+                      "side_by_side": _div(side.get(_key(data.get("choice"))), fastest)
+                      if data.get("choice") else None,
                       "right": data["correct"] if "correct" in data
                       else (row.get("correct") if row else None),
                       "note": _phase_note(data)}
@@ -83,7 +89,8 @@ def _verdict(t: dict) -> str:
         return t["note"].split(":")[0]
     if t["chosen_best"] is None and t["right"] is None:
         return "—"
-    return f"{_fmt(t['chosen_best'], '.3f')}, " + ("right" if t["right"] else "**WRONG**")
+    side = f" ({_fmt(t['side_by_side'], '.3f')} side by side)" if t["side_by_side"] else ""
+    return f"{_fmt(t['chosen_best'], '.3f')}{side}, " + ("right" if t["right"] else "**WRONG**")
 
 
 def _wall(t: dict) -> str:

@@ -5,10 +5,12 @@ Runs here without a GPU: the workers compile real cubins for sm_90 (the run work
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.conftest import KERNELS
-from tunegate.autotune.pool import WorkerPool, close_idle_workers
+from tunegate.autotune.pool import COMPILE_ENV, WorkerPool, close_idle_workers, idle_workers
 from tunegate.autotune.precompile import TaskCompiler
 from tunegate.autotune.worker import TaskRef
 from tunegate.kernelfile import load_module
@@ -26,6 +28,8 @@ def compiling_pool(tmp_path, monkeypatch):
     pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
                       precompile=True)
     pool.start()
+    for loaded in pool._loaded.values():  # so that no config is left to the run worker
+        assert loaded.wait(120)
     try:
         yield pool
     finally:
@@ -35,10 +39,10 @@ def compiling_pool(tmp_path, monkeypatch):
 
 def test_compile_workers_compile_for_the_target_and_report_errors(tmp_path, compiling_pool):
     pool = compiling_pool
-    assert len(pool.compilers) == 2 and {w.kind for w in pool.compilers} == {"compile"}
     configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
     bad = Config(values={"BLOCK": 48, "STAGES": 1})  # arange of a non-power of two
     replies = dict(pool.compile_stream([*configs, bad], timeout=120, target="cuda:90:32"))
+    assert len(pool.compilers) == 2 and {w.kind for w in pool.compilers} == {"compile"}
     assert all(replies[c].status == "ok" and isinstance(replies[c].value.shared_bytes, int)
                for c in configs), {c.text(): r.error for c, r in replies.items()}
     assert replies[bad].status == "compile_error"
@@ -80,6 +84,8 @@ def test_compile_workers_specialise_on_the_run_workers_arguments(tmp_path, monke
                       precompile=True)
     try:
         pool.start()
+        for loaded in pool._loaded.values():
+            assert loaded.wait(120)
         assert pool.run.arg_specs == {"x_ptr": TensorSpec("float32"),
                                       "y_ptr": TensorSpec("float32"), "n": 512}
         configs = [Config(values={"BLOCK": b, "STAGES": 1}) for b in (32, 64)]
@@ -89,6 +95,30 @@ def test_compile_workers_specialise_on_the_run_workers_arguments(tmp_path, monke
         pool.close()
         close_idle_workers()
     assert set(marker.read_text().split()) == {"run"}
+
+
+def test_a_tuning_never_waits_for_compile_workers_still_loading_the_task(tmp_path, monkeypatch):
+    """While no compile worker has imported the kernel's module (a large library, seconds in
+    each), every config is left to the run worker to compile at its first launch; once
+    loaded, the compile workers are kept for the next tuning all the same."""
+    close_idle_workers()
+    monkeypatch.setenv("SLOW_IMPORT_S", "5")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    pool = WorkerPool(TaskRef(str(KERNELS / "slow_import.py"), "TASK"), seed=0,
+                      baseline_json=None, compilers=2, deterministic=True, precompile=True)
+    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    try:
+        pool.start()
+        replies = list(pool.compile_stream(configs, timeout=120, target="cuda:90:32"))
+    finally:
+        pool.close()
+    assert sorted(c.key() for c, _ in replies) == sorted(c.key() for c in configs)
+    assert all(reply is None for _, reply in replies)  # none waited for a compile worker
+    deadline = time.monotonic() + 120
+    while sum(w.env == COMPILE_ENV for w in idle_workers()) < 2:
+        assert time.monotonic() < deadline, "the loading compile workers were not kept"
+        time.sleep(0.2)
+    close_idle_workers()
 
 
 def test_a_task_that_launches_itself_is_refused_with_a_reason():
@@ -111,3 +141,33 @@ def test_a_compile_stream_closed_early_leaves_no_answer_unread(compiling_pool):
     bad = [Config(values={"BLOCK": 48, "STAGES": s}) for s in (1, 2)]
     replies = dict(pool.compile_stream(bad, timeout=120, target="cuda:90:32"))
     assert {c: r.status for c, r in replies.items()} == {c: "compile_error" for c in bad}
+
+
+def test_only_spare_run_workers_import_an_autotuners_module_ahead(tmp_path, monkeypatch):
+    """`preload` (the module of an autotuner the program defined) goes to the spare run
+    worker, not to the compile spares: fifteen processes importing a large library at once
+    beside the program slowed everything; compile workers import it when a tuning needs them."""
+    from tunegate.autotune.pool import keep_spare, preload
+    from tunegate.autotune.worker import Worker
+
+    close_idle_workers()
+    marker = tmp_path / "imported_by"
+    monkeypatch.setenv("IMPORT_MARKER_FILE", str(marker))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    spares = {"run0": Worker.spare({}), "compile": Worker.spare(dict(COMPILE_ENV))}
+    run_pid = spares["run0"].pid
+    for role, spare in spares.items():
+        keep_spare(role, spare)
+    preload("tests.kernels.import_marker")
+    pool = WorkerPool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE"),
+                      seed=0, baseline_json=None, compilers=1, deterministic=True,
+                      precompile=True)
+    try:
+        pool.start()  # takes both spares: each has handled the messages sent before its task
+        for loaded in pool._loaded.values():
+            assert loaded.wait(120)
+        assert pool.compilers == [spares["compile"]] and pool.run is spares["run0"]
+    finally:
+        pool.close()
+        close_idle_workers()
+    assert marker.read_text().split() == [str(run_pid)]

@@ -14,7 +14,8 @@ import atexit
 import os
 import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Hashable, Iterator
 
@@ -32,6 +33,9 @@ __all__ = ["COMPILE_ENV", "WorkerPool", "close_idle_workers", "idle_workers", "c
 
 # A compile worker's environment: it sees no GPU and compiles for the run worker's target.
 COMPILE_ENV = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""}
+# How long the compile stream waits for a compile worker still loading the task before it
+# hands the run worker a config to compile itself.
+_COMPILER_GRACE_S = 0.05
 
 # Live workers not in use, by (steering variables, role); spares arrive from another thread.
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
@@ -67,11 +71,12 @@ def idle_workers() -> list[Worker]:
 
 
 def keep_spare(role: str, worker: Worker) -> None:
-    """Keep a worker started ahead of any task (see `warm`) for the next pool's `role`; it
-    imports the modules asked for so far (see `preload`)."""
+    """Keep a worker started ahead of any task (see `warm`) for the next pool's `role`; a run
+    worker imports the modules asked for so far (see `preload`)."""
     with _IDLE_LOCK:
         _IDLE.setdefault((_steering(), role), []).append(worker)
-        _send_preloads([worker])
+        if role != "compile":
+            _send_preloads([worker])
 
 
 # Modules whose kernels this process will tune (see `preload`), in the order they were named.
@@ -79,12 +84,15 @@ _PRELOADS: list[str] = []
 
 
 def preload(module: str) -> None:
-    """Have every kept worker, and every spare kept from now on, import `module` ahead of the
-    tunings that will name it (the module of an autotuner the program defined)."""
+    """Have every kept run worker, and every one kept from now on, import `module` ahead of
+    the tunings that will name it (the module of an autotuner the program defined). Compile
+    workers import it when a tuning needs them: fifteen processes importing Liger-Kernel at
+    once beside the program took 16-21 s each on an H200 host, and slowed the program too."""
     with _IDLE_LOCK:
         if module not in _PRELOADS:
             _PRELOADS.append(module)
-        _send_preloads([w for workers in _IDLE.values() for w in workers])
+        _send_preloads([w for (_, role), workers in _IDLE.items() if role != "compile"
+                        for w in workers])
 
 
 def _send_preloads(workers: list[Worker]) -> None:
@@ -209,6 +217,11 @@ class WorkerPool:
         self._compile_env = dict(COMPILE_ENV) if precompile else {}
         self.notes: list[str] = []  # why compile workers were dropped
         self._all_launched = False
+        # Each compile worker's task load is awaited by a thread of its own (see `start`);
+        # its event is set once it has loaded (or was dropped). Under _lock: `_closed`.
+        self._loaded: dict[Worker | LocalWorker, threading.Event] = {}
+        self._lock = threading.Lock()
+        self._closed = False
         self.reused = 0  # workers taken over from an earlier pool
 
     @property
@@ -278,10 +291,29 @@ class WorkerPool:
         self._wait([self.run], runs=1)
 
     def start(self) -> None:
-        """Start every worker and wait for them; raises the first run worker's setup error (a
-        failing reference or baseline among them), drops compile workers that did not start."""
+        """Start every worker and wait for the run workers; raises the first one's setup error
+        (a failing reference or baseline among them). Compile workers go on loading the task
+        meanwhile (a large library imports for seconds in each): `compile_stream` takes each
+        once it has."""
         self.launch()
-        self._wait([*self.runs, *self.compilers], runs=len(self.runs))
+        self._wait(self.runs, runs=len(self.runs))
+        for worker in self.compilers:
+            if worker not in self._loaded:
+                self._loaded[worker] = threading.Event()
+                threading.Thread(target=self._load_compiler, args=(worker,), daemon=True,
+                                 name="tunegate-compile-worker-load").start()
+
+    def _load_compiler(self, worker: Worker | LocalWorker) -> None:
+        """Wait for a compile worker to load the task; drop it if it cannot. Once the pool was
+        closed meanwhile, the worker is kept for the next pool here (or stopped)."""
+        error = _try_wait(worker)
+        with self._lock:
+            if error is not None:
+                self._drop_compiler(worker, error)
+            self._loaded[worker].set()
+            closed = self._closed
+        if closed and error is None:
+            _keep_or_close("compile", worker, self.identity)
 
     def _wait(self, workers: list[Worker | LocalWorker], runs: int) -> None:
         """Wait for `workers` to load the task, side by side; on Ctrl-C stop them all (a
@@ -302,62 +334,106 @@ class WorkerPool:
         if failed is not None:
             self.close()
             raise failed
-        for err in errors[runs:]:
-            if err is None:
-                continue
-            _UNCOMPILABLE.add(_where(self.setup.ref))
-            if not self.notes:
-                self.notes.append(f"the compile workers could not load the task, so each config "
-                                  f"compiles at its first launch instead: {str(err)[:300]}")
-        for w in self.compilers:
-            if not w.alive():
-                w.close()
-        self.compilers = [w for w in self.compilers if w.alive()]
+
+    def _drop_compiler(self, worker: Worker | LocalWorker, error: Exception) -> None:
+        """A compile worker that could not load the task: stopped, with a note; none is
+        started for this file again in this process."""
+        _UNCOMPILABLE.add(_where(self.setup.ref))
+        note = (f"the compile workers could not load the task, so configs compile at their "
+                f"first launch instead: {str(error)[:300]}")
+        if note not in self.notes:
+            self.notes.append(note)
+        worker.close()
 
     def compile_stream(self, configs: list[Config], timeout: float, target: str | None = None
-                       ) -> Iterator[tuple[Config, Reply]]:
-        """Compile `configs` in parallel (for `target`, in compile workers without a GPU), each
-        worker taking the next config when it is free; each config with its reply as soon as
-        it is compiled, so that timing can start on the first while the others compile.
-        Without compile workers, none. Closed early, it waits for the compiles in flight (a
-        worker must not be handed on with an answer unread)."""
+                       ) -> Iterator[tuple[Config, Reply | None]]:
+        """Compile `configs` in parallel (for `target`, in compile workers without a GPU,
+        specialised on the run worker's draw 0), each worker taking the next config once it
+        has loaded the task and whenever it is free; each config with its reply as soon as it
+        is compiled, so that timing starts on the first while the others compile. While no
+        compile worker has loaded the task, a config comes with no reply, for the run worker
+        to compile at its first launch: it never waits for them. Without compile workers,
+        none. Closed early, it waits for the compiles in flight (a worker must not be handed
+        on with an answer unread)."""
         if not self.compilers:
             return
-        free: queue.SimpleQueue[Worker | LocalWorker] = queue.SimpleQueue()
-        for worker in self.compilers:
-            free.put(worker)
+        todo = deque(configs)
+        lock = threading.Lock()
+        done: queue.SimpleQueue[tuple[Config, Reply] | None] = queue.SimpleQueue()
+        ready = threading.Event()  # a compile worker has loaded the task
+        stop = threading.Event()
         specs = self.runs[0].arg_specs if self.runs else None
 
-        def compile_one(config: Config) -> tuple[Config, Reply]:
-            worker = free.get()
-            try:
-                return config, worker.request(Compile(config, target, specs), timeout)
-            finally:
-                free.put(worker)
+        def take() -> Config | None:
+            with lock:
+                return todo.popleft() if todo else None
 
-        with ThreadPoolExecutor(max_workers=len(self.compilers)) as pool:
-            futures = [pool.submit(compile_one, config) for config in configs]
+        def serve(worker: Worker | LocalWorker) -> None:
             try:
-                for done in as_completed(futures):
-                    yield done.result()
-            finally:  # the compiles in flight end before the pool (and its workers) is left
-                for future in futures:
-                    future.cancel()
+                loaded = self._loaded.get(worker)
+                while loaded is not None and not loaded.wait(_COMPILER_GRACE_S):
+                    if stop.is_set():
+                        return
+                if not worker.alive():  # dropped: it could not load the task
+                    return
+                ready.set()
+                while not stop.is_set() and (config := take()) is not None:
+                    done.put((config, worker.request(Compile(config, target, specs), timeout)))
+            finally:
+                done.put(None)
+
+        pool = ThreadPoolExecutor(max_workers=len(self.compilers))
+        for worker in self.compilers:
+            pool.submit(serve, worker)
+        ended = 0
+        try:
+            while ended < len(self.compilers):
+                wait = None if ready.is_set() or not todo else _COMPILER_GRACE_S
+                try:
+                    item = done.get(timeout=wait)
+                except queue.Empty:  # none has loaded the task yet: the run worker takes one
+                    config = take()
+                    if config is not None:
+                        yield config, None
+                    if not todo:  # the rest are in flight, or were all taken here
+                        stop.set()
+                    continue
+                if item is None:
+                    ended += 1
+                else:
+                    yield item
+            while (config := take()) is not None:  # every compile worker was dropped
+                yield config, None
+        finally:
+            stop.set()
+            pool.shutdown(wait=True)  # the compiles in flight end before the stream is left
+            self.compilers = [w for w in self.compilers if w.alive()]
 
     def close(self) -> None:
-        """Keep the live, idle workers for the next pool of this process; stop the rest."""
+        """Keep the live, idle workers for the next pool of this process; stop the rest. A
+        compile worker still loading the task is kept by its loading thread once loaded."""
+        with self._lock:
+            self._closed = True
+            loading = {w for w, loaded in self._loaded.items() if not loaded.is_set()}
         roles = [(f"run{i}", w) for i, w in enumerate(self.runs)] + [
-            ("compile", w) for w in self.compilers]
+            ("compile", w) for w in self.compilers if w not in loading]
         for role, w in roles:
-            try:
-                with _IDLE_LOCK:
-                    kept = _IDLE.setdefault((self.identity, role), [])
-                    if w.idle() and len(kept) < _KEPT_PER_ROLE:
-                        w.unload()
-                        kept.append(w)
-                        _send_preloads([w])
-                        continue
-            except OSError:  # it died just now
-                pass
-            w.close()
+            _keep_or_close(role, w, self.identity)
         self.runs, self.compilers = [], []
+
+
+def _keep_or_close(role: str, worker: Worker | LocalWorker, identity: Hashable) -> None:
+    """Keep a live, idle worker for the next pool of this process (a run worker imports the
+    preloads it lacks); stop it otherwise."""
+    try:
+        with _IDLE_LOCK:
+            kept = _IDLE.setdefault((identity, role), [])
+            if worker.idle() and len(kept) < _KEPT_PER_ROLE:
+                worker.unload()
+                kept.append(worker)
+                if role != "compile":
+                    _send_preloads([worker])
+                return
+    except OSError:  # it died just now
+        pass
+    worker.close()

@@ -100,9 +100,10 @@ class Search:
     def _compiled(self, batch: list[Config]) -> Iterator[Config | Trial]:
         """The batch's configs as they become ready to launch: compiled ahead in parallel
         isolated workers into Triton's cache (in the order they finish, so timing starts with
-        the first), or left to compile at their first launch where compiling ahead failed; a
-        config that cannot run (a compile error, more shared memory than the device has) as
-        its trial. The seconds spent waiting for a compile count as compile time."""
+        the first), or left to compile at their first launch where compiling ahead failed or
+        no compile worker had loaded the task yet; a config that cannot run (a compile error,
+        more shared memory than the device has) as its trial. The seconds spent waiting for a
+        compile count as compile time."""
         ledger, pool = self.ledger, self.pool
         for note in pool.notes:
             ledger.note(note)
@@ -122,8 +123,11 @@ class Search:
             while True:
                 with ledger.phase("compile"):
                     config, reply = next(replies, (None, None))
-                if config is None or reply is None:
+                if config is None:
                     break
+                if reply is None:  # no compile worker had loaded the task: compiled at launch
+                    yield config
+                    continue
                 if reply.status is Outcome.ERROR or lenient and reply.status is not Outcome.OK:
                     log.debug("compiling %s ahead failed (%s); it compiles at its first launch",
                               config.text(), reply.error)
@@ -144,6 +148,8 @@ class Search:
                     yield config
         finally:
             replies.close()
+            for note in pool.notes:
+                ledger.note(note)
             if late:
                 config, reply = late[0]
                 ledger.note(f"{len(late)} config(s) could not be compiled ahead and compiled "

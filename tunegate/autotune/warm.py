@@ -9,7 +9,7 @@ run` and `tunegate tune` when they start (forking the server from their own proc
 background thread it starts the server and spare workers (the run worker, and on a GPU host
 a compile worker per CPU core but one), which the pools of this process take and give their
 tasks (`pool.WorkerPool`). The program goes on meanwhile. The module of each autotuner the
-program defines is imported by the spares ahead of its first tuning (`preload`).
+program defines is imported by the spare run worker ahead of its first tuning (`preload`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0.
@@ -58,10 +58,11 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
 
 
 def preload(*modules: str | None) -> None:
-    """The modules of an autotuner the program defines: spare workers import them while the
-    program goes on, not when its first tuning starts them (a library such as Liger-Kernel
-    took 13 s to import in the workers of a first tuning). Not for a script run as
-    `__main__`, whose workers import it by path."""
+    """The modules of an autotuner the program defines: the spare run worker imports them
+    while the program goes on, not when its first tuning starts it (a library such as
+    Liger-Kernel took 13 s to import in the workers of a first tuning); compile workers
+    import them when a tuning needs them, and it does not wait for them (`pool`). Not for a
+    script run as `__main__`, whose workers import it by path."""
     if _STATE.get("forbidden") or os.environ.get("TUNEGATE_WARM") == "0":
         return
     from .pool import preload as to_workers
