@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.conftest import KERNELS
 from tests.kernels.double_template import write_double
 from tunegate.autotune import Store, Tuner
 from tunegate.autotune.pool import close_idle_workers, idle_workers
@@ -136,3 +137,36 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_kept_worker_takes_the_variables_it_reads_at_work_from_each_task(tmp_path,
+                                                                         monkeypatch):
+    """A library that sets TORCHINDUCTOR_CACHE_DIR at import (Liger-Kernel's do) no longer
+    leaves every kept worker unusable: the worker takes the new value with its task. A
+    variable read as a worker starts (torch's allocator switch) still needs a new worker."""
+    from tunegate.autotune.pool import WorkerPool
+
+    close_idle_workers()
+    marker = tmp_path / "seen"
+    monkeypatch.setenv("ENV_MARKER_FILE", str(marker))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+
+    def run_worker_pid():
+        pool = WorkerPool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_NOTING_ENVIRONMENT"),
+                          seed=0, baseline_json=None, compilers=0, deterministic=True)
+        try:
+            pool.start()
+            return pool.run.pid
+        finally:
+            pool.close()
+
+    try:
+        first = run_worker_pid()
+        monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+        assert run_worker_pid() == first
+        monkeypatch.setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1")
+        assert run_worker_pid() != first
+    finally:
+        close_idle_workers()
+    seen = [line.split() for line in marker.read_text().splitlines()]
+    assert seen[0] == [str(first), "None"] and seen[1] == [str(first), str(tmp_path / "inductor")]

@@ -45,3 +45,14 @@ def _noting_inputs(seed, device):
 
 
 TASK_NOTING_INPUTS = TASK_WITH_REFERENCE.model_copy(update={"make_inputs": _noting_inputs})
+
+
+def _noting_environment(seed, device):
+    """make_inputs, noting this process and its TORCHINDUCTOR_CACHE_DIR in $ENV_MARKER_FILE."""
+    with open(os.environ["ENV_MARKER_FILE"], "a", encoding="utf-8") as marker:
+        marker.write(f"{os.getpid()} {os.environ.get('TORCHINDUCTOR_CACHE_DIR')}\n")
+    return make_inputs(seed, device)
+
+
+TASK_NOTING_ENVIRONMENT = TASK_WITH_REFERENCE.model_copy(
+    update={"make_inputs": _noting_environment})

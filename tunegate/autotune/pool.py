@@ -3,9 +3,10 @@
 Workers outlive one tuning run: a closed pool hands its live workers to this module, and the
 next pool of the same process takes them back and only sends them the new task (no new
 process, no new imports), for any kernel and file, unless the worker already imported that
-file and it changed since, or the variables that steer Triton, CUDA and torch changed. A kernel
-file imported by path shares a worker only with files of its own folder (their sibling imports
-would otherwise meet the other folder's modules of the same name). They are closed at exit.
+file and it changed since, or a variable it read as it started changed (those it reads while it
+works come with each task: `steering`). A kernel file imported by path shares a worker only
+with files of its own folder (their sibling imports would otherwise meet the other folder's
+modules of the same name). They are closed at exit.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Hashable, Iterator
 from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
-from . import trace
+from . import steering, trace
 from .local import LocalWorker
 from .messages import Compile, Reply
 from .warm import wait_for_spares
@@ -37,7 +38,8 @@ COMPILE_ENV = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""}
 # hands the run worker a config to compile itself.
 _COMPILER_GRACE_S = 0.05
 
-# Live workers not in use, by (steering variables, role); spares arrive from another thread.
+# Live workers not in use, by (variables read at start, role); spares arrive from another
+# thread.
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
 _IDLE_LOCK = threading.Lock()
 _KEPT_PER_ROLE = 64  # at most this many idle workers of one role are kept
@@ -74,7 +76,7 @@ def keep_spare(role: str, worker: Worker) -> None:
     """Keep a worker started ahead of any task (see `warm`) for the next pool's `role`; a run
     worker imports the modules asked for so far (see `preload`)."""
     with _IDLE_LOCK:
-        _IDLE.setdefault((_steering(), role), []).append(worker)
+        _IDLE.setdefault((steering.at_start(), role), []).append(worker)
         if role != "compile":
             _send_preloads([worker])
 
@@ -155,19 +157,10 @@ def cpu_cores(cap: int = 32) -> int:
     return max(1, min(cap, cores))
 
 
-_ENV_PREFIXES = ("TRITON", "CUDA", "TUNEGATE", "TORCH", "PYTORCH", "NVIDIA", "MLIR", "LLVM")
-
-
 def compile_cores(devices: int = 1) -> int:
     """How many processes compile at once by default: a core each, less one core for each run
     worker, which launches kernels to time them while the other configs compile."""
     return max(1, cpu_cores() - devices)
-
-
-def _steering() -> Hashable:
-    """The variables that steer Triton, CUDA and torch (read when a worker starts): a worker
-    started under others cannot take a new task."""
-    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
 
 
 def _can_load(worker: Worker, ref: TaskRef) -> bool:
@@ -204,7 +197,7 @@ class WorkerPool:
         self._compile_setup = Setup(ref.compiling(), seed, baseline_json, deterministic).placed()
         if ref.local is not None:  # tuned in this process: one run worker, no compile workers
             devices, compilers = 1, 0
-        self.identity = _steering()
+        self.identity = steering.at_start()
         self.setup_timeout = setup_timeout
         gpus = visible_devices() if gpu else []
         self._envs = [{"CUDA_VISIBLE_DEVICES": gpus[i]} if gpu and devices > 1 else {}

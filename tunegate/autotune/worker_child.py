@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..outcome import Outcome
-from . import trace
+from . import steering, trace
 from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
 
@@ -212,8 +212,10 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
         with trace.span("prepare spare"):
             _prepare_spare()
     else:
+        setup = first.pop()
+        steering.take_late(setup.late_env)
         with trace.span("load task"):
-            runner, message = ready(first.pop())
+            runner, message = ready(setup)
         conn.send(message)
         if runner is None:
             return
@@ -224,6 +226,7 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
             return  # the parent closed its end or died: nothing more will come
         if isinstance(request, Setup):  # a new task
             runner = None  # the old task's inputs are freed before the new one's are made
+            steering.take_late(request.late_env)
             with trace.span("load task"):
                 runner, message = ready(request)
             conn.send(message)

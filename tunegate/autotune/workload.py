@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import steering
+
 __all__ = ["Setup", "TaskRef"]
 
 
@@ -51,8 +53,9 @@ class TaskRef:
 class Setup:
     """What a worker loads: the task, the input seed, the baseline config and whether repeated
     launches must agree bit for bit. A live worker can be sent a new one (see `Worker.retask`).
-    `sys_path` and `cwd` are the tuning process's when it made the setup: a worker started
-    earlier (a spare, a kept one) imports the task from where the program looks now."""
+    `sys_path`, `cwd` and `late_env` are the tuning process's when it made the setup: a worker
+    started earlier (a spare, a kept one) imports the task from where the program looks now,
+    with the steering variables it reads while it works as they are now (`steering`)."""
 
     ref: TaskRef
     seed: int
@@ -60,7 +63,10 @@ class Setup:
     deterministic: bool
     sys_path: tuple[str, ...] = ()
     cwd: str = ""
+    late_env: tuple[tuple[str, str], ...] = ()
 
     def placed(self) -> "Setup":
-        """This setup with the current process's import path and folder."""
-        return replace(self, sys_path=tuple(sys.path), cwd=os.getcwd())
+        """This setup with the current process's import path, folder and late-read steering
+        variables."""
+        return replace(self, sys_path=tuple(sys.path), cwd=os.getcwd(),
+                       late_env=steering.late())
