@@ -171,3 +171,25 @@ def test_only_spare_run_workers_import_an_autotuners_module_ahead(tmp_path, monk
         pool.close()
         close_idle_workers()
     assert marker.read_text().split() == [str(run_pid)]
+
+
+def test_a_misaligned_argument_leaves_compile_workers_to_make_their_own_inputs():
+    """A tensor view that is not 16-byte aligned specialises its launch otherwise: the run
+    worker sends no specs for it (compile workers make their inputs), and does for the task
+    as written."""
+    import torch
+
+    from tunegate.autotune.precompile import TensorSpec
+    from tunegate.autotune.runner import Runner
+
+    task = load_module(KERNELS / "pipelined_copy.py").TASK_WITH_REFERENCE
+
+    def shifted(seed, device):
+        args = task.make_inputs(seed, device)
+        wide = torch.randn(513, generator=torch.Generator().manual_seed(seed)).to(device)
+        return {**args, "x_ptr": wide[1:]}  # 4 bytes past an aligned start
+
+    assert Runner(task, seed=0, baseline=None).arg_specs() == {
+        "x_ptr": TensorSpec("float32"), "y_ptr": TensorSpec("float32"), "n": 512}
+    misaligned = task.model_copy(update={"make_inputs": shifted})
+    assert Runner(misaligned, seed=0, baseline=None).arg_specs() is None

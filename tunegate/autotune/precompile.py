@@ -37,6 +37,14 @@ class TensorSpec:
 
     dtype: str
 
+    @classmethod
+    def of(cls, tensor: Any) -> "TensorSpec":
+        """A real tensor's spec; PrecompileError where it is not 16-byte aligned."""
+        if tensor.data_ptr() % 16:
+            raise PrecompileError("a tensor argument is not 16-byte aligned; its launch would "
+                                  "specialise differently: pass it to the GPU process as is")
+        return cls(str(tensor.dtype).removeprefix("torch."))
+
     def data_ptr(self) -> int:
         return 0  # aligned to everything, as a fresh allocation is aligned to 16
 
@@ -104,13 +112,11 @@ def _stand_in(value: Any) -> Any:
     """What Triton specialises on, for one argument: tensors become dtype-only stand-ins."""
     from triton.runtime.jit import MockTensor
 
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype") \
+            and not isinstance(value, TensorSpec):
+        value = TensorSpec.of(value)
     if isinstance(value, TensorSpec):
         return MockTensor(_DtypeName(value.dtype))
-    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
-        if value.data_ptr() % 16:
-            raise PrecompileError("a tensor argument is not 16-byte aligned; its launch would "
-                                  "specialise differently: pass it to the GPU process as is")
-        return MockTensor(_DtypeName(str(value.dtype).removeprefix("torch.")))
     return value
 
 

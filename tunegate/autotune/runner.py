@@ -197,18 +197,12 @@ class Runner:
         launch specialises otherwise), a value that cannot be sent to another process."""
         from .precompile import TensorSpec
 
-        specs: dict[str, Any] = {}
-        for name, value in self.inputs(0).items():
-            if isinstance(value, torch.Tensor):
-                if value.data_ptr() % 16:
-                    return None
-                specs[name] = TensorSpec(str(value.dtype).removeprefix("torch."))
-            else:
-                specs[name] = value
         try:
+            specs = {name: TensorSpec.of(value) if isinstance(value, torch.Tensor) else value
+                     for name, value in self.inputs(0).items()}
             pickle.dumps(specs)
-        except Exception:  # noqa: BLE001 - whatever pickling an unknown value raises
-            return None
+        except Exception:  # noqa: BLE001 - a misaligned tensor (PrecompileError), or whatever
+            return None  # pickling an unknown value raises
         return specs
 
     def _compare(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Mismatch | None:

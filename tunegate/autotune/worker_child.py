@@ -184,6 +184,16 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def _take_task(conn: Connection, setup: Setup) -> Any:
+    """Load `setup`'s task, with the steering variables it brings (see `steering`), and say
+    whether that worked; the runner, or None (the worker then ends)."""
+    steering.take_late(setup.late_env)
+    with trace.span("load task"):
+        runner, message = ready(setup)
+    conn.send(message)
+    return runner
+
+
 def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: str,
                environ: dict[str, str]) -> None:
     """The worker process: load the task in `first` (a spare, with none, waits for its first
@@ -212,11 +222,7 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
         with trace.span("prepare spare"):
             _prepare_spare()
     else:
-        setup = first.pop()
-        steering.take_late(setup.late_env)
-        with trace.span("load task"):
-            runner, message = ready(setup)
-        conn.send(message)
+        runner = _take_task(conn, first.pop())
         if runner is None:
             return
     while True:
@@ -226,10 +232,7 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
             return  # the parent closed its end or died: nothing more will come
         if isinstance(request, Setup):  # a new task
             runner = None  # the old task's inputs are freed before the new one's are made
-            steering.take_late(request.late_env)
-            with trace.span("load task"):
-                runner, message = ready(request)
-            conn.send(message)
+            runner = _take_task(conn, request)
             if runner is None:
                 return
             continue
