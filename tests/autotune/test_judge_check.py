@@ -150,3 +150,20 @@ def test_the_working_precision_is_the_narrowest_float_and_an_override_wins():
     assert tolerance(torch.float16, working=torch.float32) == (1e-2, 1e-2)  # never tighter
     assert tolerance(torch.float32, {"float32": (1e-6, 0.0)}, working=torch.float16) == (1e-6, 0.0)
     assert tolerance(torch.int32, working=torch.float16) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64, torch.int8,
+                                   torch.bool, torch.complex64])
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_bits_differ_sees_one_flipped_bit_between_any_two_layouts(dtype, offset):
+    """Compared as the widest words both tensors allow: a view at any storage offset against
+    its aligned copy, a transposed view against a contiguous one."""
+    from tunegate.autotune.check import bits_differ
+
+    base = torch.zeros(offset + 24, dtype=dtype)
+    view = base[offset:offset + 24].view(4, 6)
+    for a, b in ((view, view.clone()), (view.t(), view.t().contiguous())):
+        assert not bool(bits_differ(a, b))
+        flipped = b.clone()
+        flipped.view(-1)[:1].view(torch.uint8)[0] ^= 1
+        assert bool(bits_differ(a, flipped))

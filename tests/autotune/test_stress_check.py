@@ -152,3 +152,43 @@ def test_the_6691_kernel_is_right_here_and_experimental_at_four_stages_on_an_h20
     region = Policy.from_files(builtin_policy_path()).gate(task.space, h200, traits)
     assert region.verdict(config).status == "experimental"
     assert region.verdict(task.space.complete({"num_stages": 2})).status == "excluded"
+
+
+def _stress(task, mode, launches, spy=None):
+    from tunegate.autotune.runner import Runner
+
+    runner = Runner(task, seed=0, baseline=None)
+    if spy is not None:
+        prepare = runner.prepare
+        runner.prepare = lambda *a, **k: (spy.append(k.get("keep")), prepare(*a, **k))[1]
+    return runner.stress(_config({"MODE": mode}), StressCheck(
+        min_launches=launches, max_launches=launches, draws=2))
+
+
+def test_an_input_every_launch_leaves_alone_is_not_copied_again_after_the_first():
+    from tests.kernels import trust
+
+    keeps = []
+    report = _stress(trust.TOUCHING_INPUT.model_copy(update={"reference": trust.reference}),
+                     2, 8, keeps)  # MODE 2: never touches x
+    assert report.passed and report.launches == 8
+    launched = [k for k in keeps if k is not None]
+    assert launched[:2] == [frozenset()] * 2 and set(launched[2:]) == {frozenset({"x_ptr"})}
+
+
+def test_an_input_the_kernel_writes_though_named_nowhere_is_restored_before_every_launch():
+    from tests.kernels import trust
+
+    report = _stress(trust.TOUCHING_INPUT, 0, 8)  # x += 1 each launch, as the reference does
+    assert report.passed, report.summary()
+
+
+def test_an_input_corrupted_by_one_launch_fails_that_launch_and_is_restored_for_the_next():
+    from tests.kernels import trust
+
+    trust._launches[("touch", 1)] = 0
+    report = _stress(trust.TOUCHING_INPUT.model_copy(update={"reference": trust.reference}),
+                     1, 10)
+    # launches 5 and 10 corrupt x; had x not been restored, every later launch on that draw
+    # would have been wrong too
+    assert report.wrong == 2 and report.first_mismatch.argument == "x_ptr", report.summary()

@@ -101,3 +101,28 @@ SPLIT_K_ZEROED = Task(
     name="splitk_zeroed", kernel=splitk.splitk_matmul, space=splitk.space(16),
     grid=splitk.grid, make_inputs=splitk.inputs(32, 32, 64), outputs=("c_ptr",),
     reset_to_zero=("c_ptr",), reference=splitk.reference)
+
+
+def launch_touching_input(args, config):
+    """Doubles x into y, then MODE 0: adds 1 to x, as its reference does (an input it writes,
+    named nowhere); MODE 1: corrupts x every fifth launch; MODE 2: leaves x alone."""
+    mode = config.values["MODE"]
+    double[(1,)](args["x_ptr"], args["y_ptr"], args["n"], BLOCK=256, VARIANT=1)
+    _launches[("touch", mode)] += 1
+    if mode == 0:
+        args["x_ptr"].add_(1.0)
+    elif mode == 1 and _launches[("touch", mode)] % 5 == 0:
+        args["x_ptr"][3] += 1.0
+
+
+def _double_and_increment(x_ptr, y_ptr, n):
+    y = 2 * x_ptr
+    x_ptr.add_(1.0)
+    return y
+
+
+TOUCHING_INPUT = Task(
+    name="touching_input", kernel=double,
+    space=Space(parameters={"MODE": Parameter(domain=Choice(choices=(0, 1, 2), default=0))}),
+    grid=(1,), launch=launch_touching_input, make_inputs=make_inputs, outputs=("y_ptr",),
+    reference=_double_and_increment)

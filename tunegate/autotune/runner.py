@@ -102,16 +102,20 @@ class Runner:
                                     "needs random data, or it cannot see wrong indexing")
         return args
 
-    def prepare(self, pristine: Args, into: Args | None = None, second: bool = False) -> Args:
-        """Arguments for one launch: tensors restored (copied into `into` if given), write-only
-        outputs poisoned (with the `second` poison if asked), `reset_to_zero` outputs zeroed."""
+    def prepare(self, pristine: Args, into: Args | None = None, second: bool = False,
+                keep: frozenset[str] = frozenset()) -> Args:
+        """Arguments for one launch: tensors restored (copied into `into` if given, but for
+        those in `keep`, known to hold their pristine bits there), write-only outputs
+        poisoned (with the `second` poison if asked), `reset_to_zero` outputs zeroed; what is
+        poisoned or zeroed is not copied first."""
+        overwritten = {*self.poisoned, *self.zeroed}
         if into is None:
-            args = {k: v.clone() if isinstance(v, torch.Tensor) else v
-                    for k, v in pristine.items()}
+            args = {k: (torch.empty_like(v) if k in overwritten else v.clone())
+                    if isinstance(v, torch.Tensor) else v for k, v in pristine.items()}
         else:
             args = into
             for k, v in pristine.items():
-                if isinstance(v, torch.Tensor):
+                if isinstance(v, torch.Tensor) and k not in overwritten and k not in keep:
                     args[k].copy_(v)
         for name in self.poisoned:
             poison(args[name], second)
@@ -280,7 +284,9 @@ class Runner:
         same bits get that launch's verdict, other bits (a race, an unwritten element holding
         the other poison, an atomic's order) a full comparison of their own. A round's launches
         (one per draw, each into its own buffers) are queued back to back and their bit
-        comparisons read with one synchronisation: per launch, the device's work alone."""
+        comparisons read with one synchronisation: per launch, the device's work alone. An
+        input the draw's first launch left with its pristine bits is not copied again while
+        every launch is seen to leave it so (`_kept_after_first`)."""
         s = settings.resolved(self.kind)
         assert s.min_launches and s.max_launches and s.draws and s.seconds is not None
         start = time.perf_counter()
@@ -293,6 +299,7 @@ class Runner:
                 draws.append((pristine, expected, work))
         firsts: list[dict[str, torch.Tensor] | None] = [None] * len(draws)
         verdicts: list[Mismatch | None] = [None] * len(draws)  # of each draw's first launch
+        kept: list[frozenset[str]] = [frozenset()] * len(draws)  # see `prepare`
         launches = wrong = differing = 0
         first_bad: Mismatch | None = None
         first_bad_draw: int | None = None
@@ -302,12 +309,15 @@ class Runner:
             second = bool(launches // len(draws) % 2)
             for d in rounds:
                 pristine, _, work = draws[d]
-                self.task.run(self.prepare(pristine, into=work, second=second), config)
+                self.task.run(self.prepare(pristine, into=work, second=second, keep=kept[d]),
+                              config)
             outputs = [self._compared(draws[d][2], draws[d][1]) for d in rounds]
-            same = self._same_as_firsts(outputs, firsts)
+            changed = self._changed(outputs, firsts, [draws[d][0] for d in rounds])
             for d in rounds:
                 launches += 1
-                if same[d]:
+                kept[d] = self._kept_after_first(outputs[d], changed[d]) \
+                    if firsts[d] is None else kept[d] - changed[d]
+                if firsts[d] is not None and not changed[d]:
                     bad = verdicts[d]  # the bits of the draw's first launch: its verdict
                 else:
                     bad = self._first_mismatch(outputs[d], draws[d][1])
@@ -327,17 +337,34 @@ class Runner:
                             seconds=time.perf_counter() - start,
                             not_compared=dict(self.not_compared))
 
-    @staticmethod
-    def _same_as_firsts(outputs: list[dict[str, torch.Tensor]],
-                        firsts: list[dict[str, torch.Tensor] | None]) -> list[bool]:
-        """Per launch of a round: do its compared tensors hold the bits of its draw's first
-        launch (False before there is one)? Read back with one synchronisation."""
-        pending = [(d, bits_differ(t, first[n]))
-                   for d, (out, first) in enumerate(zip(outputs, firsts)) if first is not None
-                   for n, t in out.items()]
-        differs = torch.stack([flag for _, flag in pending]).tolist() if pending else []
-        changed = {d for (d, _), flag in zip(pending, differs) if flag}
-        return [firsts[d] is not None and d not in changed for d in range(len(outputs))]
+    def _changed(self, outputs: list[dict[str, torch.Tensor]],
+                 firsts: list[dict[str, torch.Tensor] | None],
+                 pristines: list[Args]) -> list[set[str]]:
+        """Per launch of a round, its compared tensors whose bits differ from the draw's first
+        launch; for a draw's first launch, those that differ from the pristine draw (so its
+        inputs left as they were are known; what every launch rewrites is not asked). Read
+        back with one synchronisation."""
+        pending = [(d, n, bits_differ(t, (first if first is not None else pristine)[n]))
+                   for d, (out, first, pristine) in enumerate(zip(outputs, firsts, pristines))
+                   for n, t in out.items() if first is not None or n not in self._rewritten]
+        flags = torch.stack([f for _, _, f in pending]).tolist() if pending else []
+        changed: list[set[str]] = [set() for _ in outputs]
+        for (d, n, _), flag in zip(pending, flags):
+            if flag:
+                changed[d].add(n)
+        return changed
+
+    def _kept_after_first(self, compared: dict[str, torch.Tensor], changed: set[str]
+                          ) -> frozenset[str]:
+        """The tensors a draw's next launch need not restore after its first: compared after
+        every launch (so one that a later launch changes is seen, and restored again), neither
+        poisoned, zeroed nor written in place, and left with their pristine bits."""
+        return frozenset(n for n in compared if n not in self._rewritten and n not in changed)
+
+    @cached_property
+    def _rewritten(self) -> frozenset[str]:
+        """What every launch restores, poisons or zeroes whatever it held."""
+        return frozenset((*self.poisoned, *self.zeroed, *self.in_place))
 
     def time(self, config: Config, draw: int = 0, full: bool = True) -> TimeResult:
         """Median milliseconds per launch on one draw, and the check of the output the timing
