@@ -82,7 +82,7 @@ def keep_spare(role: str, worker: Worker) -> None:
 
 
 # Modules whose kernels this process will tune (see `preload`), in the order they were named.
-_PRELOADS: list[str] = []
+_PRELOADS: dict[str, None] = {}
 
 
 def preload(module: str) -> None:
@@ -91,17 +91,17 @@ def preload(module: str) -> None:
     workers import it when a tuning needs them: fifteen processes importing Liger-Kernel at
     once beside the program took 16-21 s each on an H200 host, and slowed the program too."""
     with _IDLE_LOCK:
-        if module not in _PRELOADS:
-            _PRELOADS.append(module)
+        _PRELOADS[module] = None  # a set that keeps the order they were named in
         _send_preloads([w for (_, role), workers in _IDLE.items() if role != "compile"
-                        for w in workers])
+                        for w in workers], [module])
 
 
-def _send_preloads(workers: list[Worker]) -> None:
-    """The preloads each worker has not been sent yet (under _IDLE_LOCK: a worker taken for
-    a task leaves _IDLE under it, so nothing else writes to its pipe meanwhile)."""
+def _send_preloads(workers: list[Worker], modules: list[str] | None = None) -> None:
+    """The preloads (all, or `modules`) each worker has not been sent yet (under _IDLE_LOCK:
+    a worker taken for a task leaves _IDLE under it, so nothing else writes to its pipe
+    meanwhile)."""
     for w in workers:
-        for module in _PRELOADS:
+        for module in _PRELOADS if modules is None else modules:
             if module not in w.preloaded and w.idle():
                 try:
                     w.preload(module)

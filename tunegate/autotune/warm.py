@@ -9,7 +9,9 @@ run` and `tunegate tune` when they start (forking the server from their own proc
 background thread it starts the server and spare workers (the run worker, and on a GPU host
 a compile worker per CPU core but one), which the pools of this process take and give their
 tasks (`pool.WorkerPool`). The program goes on meanwhile. The module of each autotuner the
-program defines is imported by the spare run worker ahead of its first tuning (`preload`).
+program defines is imported by the spare run worker ahead of its first tuning (`preload`), and
+so is each library built on torch or Triton that the program imports, as it imports it
+(`mirror`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0.
@@ -81,6 +83,7 @@ def wait_for_spares(timeout: float | None = None) -> None:
 
 
 def _start_spares(gpu_only: bool) -> None:
+    from . import mirror
     from .pool import COMPILE_ENV, compile_cores, keep_spare
     from .worker import Worker, start_server
 
@@ -95,5 +98,6 @@ def _start_spares(gpu_only: bool) -> None:
         for _ in range(compile_cores() if gpu else 0):
             keep_spare("compile", Worker.spare(dict(COMPILE_ENV)))
         trace.event("spares started")
+        mirror.start()
     except Exception as e:  # noqa: BLE001 - warming is an optimisation: tuning starts its own
         log.debug("spare workers could not be started: %s: %s", type(e).__name__, e)

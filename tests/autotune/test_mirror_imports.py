@@ -1,0 +1,77 @@
+"""The spare run worker imports the libraries built on torch or Triton that the program
+imports, as the program imports them (`mirror`), and no others."""
+
+import os
+import sys
+import time
+
+from tunegate.autotune import mirror
+from tunegate.autotune.pool import close_idle_workers, keep_spare
+from tunegate.autotune.worker import Worker
+
+
+def _distribution(site, name, requires):
+    """A package `name` noting each importing process in $IMPORT_MARKER_FILE.name, installed
+    in `site` with its metadata."""
+    (site / name).mkdir(parents=True)
+    (site / name / "kernels.py").write_text("VALUE = 1\n")
+    (site / name / "__init__.py").write_text(
+        "import os\n"
+        f"with open(os.environ['IMPORT_MARKER_FILE'] + '.{name}', 'a') as f:\n"
+        "    f.write(f'{os.getpid()}\\n')\n")
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    (info / "top_level.txt").write_text(f"{name}\n")
+    (info / "RECORD").write_text(f"{name}/__init__.py,,\n")
+
+
+def test_a_library_built_on_torch_is_imported_by_the_spare_run_worker_as_the_program_does(
+        tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    _distribution(site, "kernelslib", ["numpy", 'torch>=2.1; extra == "cuda"'])
+    _distribution(site, "plainlib", ["numpy"])
+    marker = tmp_path / "imported_by"
+    monkeypatch.setenv("IMPORT_MARKER_FILE", str(marker))
+    monkeypatch.syspath_prepend(str(site))
+    close_idle_workers()
+    spare = Worker.spare({})
+    keep_spare("run0", spare)
+    stop = mirror.start(poll_s=0.05)
+    try:
+        import kernelslib  # noqa: F401
+        import plainlib  # noqa: F401
+
+        by = marker.with_name(marker.name + ".kernelslib")
+        deadline = time.monotonic() + 120
+        while by.read_text().split() != [str(os.getpid()), str(spare.pid)]:
+            assert time.monotonic() < deadline, by.read_text()
+            time.sleep(0.1)
+        assert marker.with_name(marker.name + ".plainlib").read_text().split() == [
+            str(os.getpid())]
+    finally:
+        stop.set()
+        close_idle_workers()
+        for name in ("kernelslib", "plainlib"):
+            sys.modules.pop(name, None)
+
+
+def test_only_distributions_that_name_torch_or_triton_are_mirrored(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    _distribution(site, "tritonkernels", ["triton>=3"])
+    _distribution(site, "otherlib", ["requests"])
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("IMPORT_MARKER_FILE", str(tmp_path / "m"))
+    imports = mirror.MirroredImports()
+    assert "json" not in imports.new()  # stdlib, and whatever was imported before
+    import otherlib.kernels  # noqa: F401
+    import tritonkernels.kernels  # noqa: F401
+
+    try:
+        assert imports.new() == ["tritonkernels", "tritonkernels.kernels"]
+        assert imports.new() == []
+    finally:
+        for name in ("otherlib", "tritonkernels", "otherlib.kernels", "tritonkernels.kernels"):
+            sys.modules.pop(name, None)
