@@ -75,3 +75,28 @@ def test_only_distributions_that_name_torch_or_triton_are_mirrored(tmp_path, mon
     finally:
         for name in ("otherlib", "tritonkernels", "otherlib.kernels", "tritonkernels.kernels"):
             sys.modules.pop(name, None)
+
+
+def test_preloads_never_wait_for_a_worker_busy_importing(tmp_path, monkeypatch):
+    """A spare importing a slow library reads nothing meanwhile: what its pipe has no room
+    for is not sent (a send would block the program, as the mirror and the autotuners it
+    defines send from its threads), and is sent once the worker is kept again."""
+    from tunegate.autotune.pool import preload
+
+    site = tmp_path / "site"
+    (site / "sleepylib").mkdir(parents=True)
+    (site / "sleepylib" / "__init__.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.syspath_prepend(str(site))
+    close_idle_workers()
+    spare = Worker.spare({})
+    keep_spare("run0", spare)
+    try:
+        preload("sleepylib")
+        names = [f"not_a_module_{i:05d}_{'x' * 60}" for i in range(6000)]
+        start = time.monotonic()
+        for i in range(0, len(names), 100):
+            preload(*names[i:i + 100])
+        assert time.monotonic() - start < 10
+        assert 0 < len(spare.preloaded & set(names)) < len(names)
+    finally:
+        close_idle_workers()

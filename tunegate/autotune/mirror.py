@@ -115,7 +115,7 @@ def _watch(poll_s: float, stop: threading.Event) -> None:
                 log.debug("the program's imports could not be mirrored: %s: %s",
                           type(e).__name__, e)
                 return
-            for name in names:
-                trace.event("mirror import", module=name)
-                preload(name)
+            if names:
+                trace.event("mirror imports", first=names[0], modules=len(names))
+                preload(*names)
         stop.wait(poll_s)

@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Hashable, Iterator
+from typing import Hashable, Iterator, Sequence
 
 from ..errors import TunegateError
 from ..space.space import Config
@@ -85,28 +85,31 @@ def keep_spare(role: str, worker: Worker) -> None:
 _PRELOADS: dict[str, None] = {}
 
 
-def preload(module: str) -> None:
-    """Have every kept run worker, and every one kept from now on, import `module` ahead of
-    the tunings that will name it (the module of an autotuner the program defined). Compile
-    workers import it when a tuning needs them: fifteen processes importing Liger-Kernel at
-    once beside the program took 16-21 s each on an H200 host, and slowed the program too."""
+def preload(*modules: str) -> None:
+    """Have every kept run worker, and every one kept from now on, import `modules` ahead of
+    the tunings that will name them (the module of an autotuner the program defined, the
+    libraries it imports: see `mirror`). Compile workers import them when a tuning needs them:
+    fifteen processes importing Liger-Kernel at once beside the program took 16-21 s each on
+    an H200 host, and slowed the program too."""
     with _IDLE_LOCK:
-        _PRELOADS[module] = None  # a set that keeps the order they were named in
+        for module in modules:
+            _PRELOADS[module] = None  # a set that keeps the order they were named in
         _send_preloads([w for (_, role), workers in _IDLE.items() if role != "compile"
-                        for w in workers], [module])
+                        for w in workers], modules)
 
 
-def _send_preloads(workers: list[Worker], modules: list[str] | None = None) -> None:
-    """The preloads (all, or `modules`) each worker has not been sent yet (under _IDLE_LOCK:
-    a worker taken for a task leaves _IDLE under it, so nothing else writes to its pipe
-    meanwhile)."""
+def _send_preloads(workers: list[Worker], modules: Sequence[str] | None = None) -> None:
+    """The preloads (all, or `modules`) each worker has not been sent yet, in one message
+    (under _IDLE_LOCK: a worker taken for a task leaves _IDLE under it, so nothing else
+    writes to its pipe meanwhile). What its pipe has no room for now is sent when it is kept
+    again."""
     for w in workers:
-        for module in _PRELOADS if modules is None else modules:
-            if module not in w.preloaded and w.idle():
-                try:
-                    w.preload(module)
-                except OSError:  # it died just now: the pool will not take it
-                    break
+        todo = [m for m in (_PRELOADS if modules is None else modules) if m not in w.preloaded]
+        if todo and w.idle():
+            try:
+                w.preload(todo)
+            except OSError:  # it died just now: the pool will not take it
+                pass
 
 
 def visible_devices() -> list[str]:

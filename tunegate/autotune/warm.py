@@ -60,18 +60,18 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
 
 
 def preload(*modules: str | None) -> None:
-    """The modules of an autotuner the program defines: the spare run worker imports them
-    while the program goes on, not when its first tuning starts it (a library such as
-    Liger-Kernel took 13 s to import in the workers of a first tuning); compile workers
-    import them when a tuning needs them, and it does not wait for them (`pool`). Not for a
-    script run as `__main__`, whose workers import it by path."""
+    """The modules of an autotuner the program defines, or of a library it imports (`mirror`):
+    the spare run worker imports them while the program goes on, not when its first tuning
+    starts it (a library such as Liger-Kernel took 13 s to import in the workers of a first
+    tuning); compile workers import them when a tuning needs them, and it does not wait for
+    them (`pool`). Not for a script run as `__main__`, whose workers import it by path."""
     if _STATE.get("forbidden") or os.environ.get("TUNEGATE_WARM") == "0":
         return
     from .pool import preload as to_workers
 
-    for module in dict.fromkeys(modules):
-        if module and not module.startswith("__"):
-            to_workers(module)
+    named = [m for m in dict.fromkeys(modules) if m and not m.startswith("__")]
+    if named:
+        to_workers(*named)
 
 
 def wait_for_spares(timeout: float | None = None) -> None:

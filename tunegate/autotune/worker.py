@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import socket
 import sys
 import threading
 import tempfile
 import time
+from collections.abc import Sequence
 from multiprocessing import spawn
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from ..errors import TunegateError
@@ -137,6 +140,9 @@ class Worker:
         self.loaded: dict[str, tuple[int, int] | None] = {}
         self.by_path: dict[str, bool] = {}
         self.preloaded: set[str] = set()  # modules sent to import ahead (see `preload`)
+        self._preload_path: tuple[str, ...] | None = None  # the sys.path sent last
+        self._unread = 0  # bytes of preloads sent since the process last answered
+        self._room: int | None = None  # see `_pipe_room`
 
     @classmethod
     def spare(cls, env: dict[str, str]) -> "Worker":
@@ -169,6 +175,7 @@ class Worker:
     def launch(self) -> None:
         """Start the process, which loads the task while the caller goes on; `wait` for it."""
         self.loaded, self.by_path = {}, {}
+        self._preload_path, self._unread, self._room = None, 0, None  # a new pipe
         if self.setup is not None:
             self._note(self.setup.ref)
         ctx = _context(self.env)
@@ -192,16 +199,39 @@ class Worker:
         self._conn.send(setup)
         self._pending = True
 
-    def preload(self, module: str) -> None:
-        """Have this idle process import `module` ahead of a task that names it (no answer):
-        its import is then no longer part of that task's start."""
+    def preload(self, modules: Sequence[str]) -> bool:
+        """Have this idle process import `modules` ahead of a task that names them (no
+        answer): their import is then no longer part of that task's start. False, with nothing
+        sent, where the message would take what the process has not read yet past what its
+        pipe holds: it may be importing for seconds, and the sender must never wait for it."""
         assert self._conn is not None and not self._pending
-        self._conn.send(Preload(module, tuple(sys.path)))
-        self.preloaded.add(module)
-        file = getattr(sys.modules.get(module), "__file__", None)
-        if file:  # as for a task's file: changed later, it is not imported here again
-            self.loaded.setdefault(file, file_stamp(file))
-            self.by_path.setdefault(file, False)
+        path = tuple(sys.path)
+        payload = ForkingPickler.dumps(Preload(tuple(modules),
+                                               None if path == self._preload_path else path))
+        if self._unread + len(payload) > self._pipe_room():
+            return False
+        self._conn.send_bytes(payload)
+        self._unread += len(payload)
+        self._preload_path = path
+        for module in modules:
+            self.preloaded.add(module)
+            file = getattr(sys.modules.get(module), "__file__", None)
+            if file:  # as for a task's file: changed later, it is not imported here again
+                self.loaded.setdefault(file, file_stamp(file))
+                self.by_path.setdefault(file, False)
+        return True
+
+    def _pipe_room(self) -> int:
+        """Half of what this end of the pipe can hold unread (a socket pair's send buffer:
+        about 200 KB on Linux), or 4 KB where that is unknown."""
+        if self._room is None:
+            assert self._conn is not None
+            try:
+                with socket.socket(fileno=os.dup(self._conn.fileno())) as sock:
+                    self._room = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 2
+            except OSError:
+                self._room = 4096
+        return self._room
 
     def _note(self, ref: TaskRef) -> None:
         """Record the file this process imports for `ref`, as it is now."""
@@ -240,6 +270,7 @@ class Worker:
             self.stop()
             raise WorkerSetupError("the worker died while loading the task:\n"
                                    + self.stderr_tail()) from None
+        self._unread = 0  # it has read everything sent before its answer
         if isinstance(msg, NotReady):
             self.stop()
             raise (BaselineFailed if msg.baseline else WorkerSetupError)(msg.error)
@@ -279,6 +310,7 @@ class Worker:
             return Reply(Outcome.CRASHED, error=f"worker died (exit code {code})"
                          + (f":\n{tail}" if tail else ""), seconds=time.perf_counter() - start)
         elapsed = time.perf_counter() - start
+        self._unread = 0
         outcome, value = msg
         if outcome is Outcome.OK:
             return Reply(outcome, value=value, seconds=elapsed)

@@ -87,21 +87,23 @@ class NotReady:
 
 @dataclass(frozen=True)
 class Preload:
-    """A module an idle worker imports ahead of the task that will name it (see
-    `warm.preload`), with the tuning process's `sys.path`: no answer, and an import that fails
-    is left for that task's own import to report."""
+    """Modules an idle worker imports ahead of the task that will name them (see
+    `warm.preload`), in order, with the tuning process's `sys.path` (None: the one sent
+    last): no answer, and an import that fails is left for that task's own import to report."""
 
-    module: str
-    sys_path: tuple[str, ...]
+    modules: tuple[str, ...]
+    sys_path: tuple[str, ...] | None
 
     def load(self) -> None:
         import importlib
 
-        sys.path[:] = list(self.sys_path)
-        try:
-            importlib.import_module(self.module)
-        except Exception:  # noqa: BLE001 - see above
-            pass
+        if self.sys_path is not None:
+            sys.path[:] = list(self.sys_path)
+        for module in self.modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - see above
+                pass
 
 
 def _alive(pid: int) -> bool:
@@ -237,7 +239,8 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
                 return
             continue
         if isinstance(request, Preload):  # a head start on a task to come: no answer
-            with trace.span("preload", module=request.module):
+            with trace.span("preload", module=request.modules[0],
+                            modules=len(request.modules)):
                 request.load()
             continue
         if request is None:  # unload: kept idle, holding no inputs, outputs or GPU memory
