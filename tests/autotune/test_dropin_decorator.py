@@ -225,3 +225,19 @@ def test_a_kernel_module_no_worker_can_import_is_tuned_in_this_process(monkeypat
     assert result is not None and result.best is not None
     assert any("no worker process could load negate_kernel" in n and "in this process" in n
                for n in result.notes), result.notes
+
+
+def test_a_baseline_that_fails_in_this_process_gives_way_to_the_next(monkeypatch):
+    """Tuned here, the in-process worker loads the task (the baseline on draw 0) when the pool
+    starts, as a worker process does: a baseline that cannot be built gives way to the next
+    config there, instead of failing the first measurement and ending the search unmeasured."""
+    import builtins
+
+    monkeypatch.setattr(builtins, "_tunegate_test_parent", True, raising=False)
+    from tests.kernels import parent_only as mod
+
+    x = torch.randn(100)
+    assert torch.equal(mod.negate_first_unbuildable(x), -x)
+    result = mod.negate_first_unbuildable_kernel.last_result
+    assert result is not None and result.best is not None and result.best.values["BLOCK"] == 64
+    assert any("baseline config could not run here" in n for n in result.notes), result.notes

@@ -3,6 +3,7 @@ kernel library written with stock `triton.autotune` (tests/kernels/mylib)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -115,3 +116,46 @@ def test_kernel_references_by_module_name_and_autotuned_objects():
                    "tests.kernels.mylib.reduce:row_sum_kernel", env={"PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert "row_sum_kernel" in done.stdout and "atomics" in done.stdout
+
+
+DOUBLE_MODULE = textwrap.dedent("""
+    import triton, triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (16, 32, 64)], key=["n"])
+    @triton.jit
+    def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        tl.static_assert(BLOCK != 16)  # the first config, the baseline, cannot be built
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+    """)
+
+UNGUARDED = textwrap.dedent("""
+    import os
+    import torch, triton
+    from double_kernel import double
+
+    with open({marker!r}, "a") as f:  # the script's top level: the program's own run only
+        f.write(str(os.getpid()) + "\\n")
+    x = torch.randn(100)
+    y = torch.empty_like(x)
+    double[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+    print("doubled", torch.equal(y, 2 * x), double.best_config.kwargs)
+    """)
+
+
+def test_a_worker_started_while_an_unguarded_script_runs_does_not_run_it(tmp_path):
+    """`tunegate run SCRIPT` on a script without `if __name__ == "__main__"` that calls a
+    library's kernel: the spare worker fails the first baseline and a new worker is started
+    for the next one; multiprocessing would have it run the script's top level first, which
+    tunes the kernel again inside that worker (and waited there, for spares that never come,
+    until the setup timed out)."""
+    marker, script = tmp_path / "ran_in", tmp_path / "prog.py"
+    (tmp_path / "double_kernel.py").write_text(DOUBLE_MODULE)
+    script.write_text(UNGUARDED.format(marker=str(marker)))
+    done = subprocess.run([sys.executable, "-m", "tunegate", "run", str(script)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
+                               "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "doubled True" in done.stdout and "'BLOCK': 16" not in done.stdout, done.stdout
+    assert len(marker.read_text().split()) == 1  # no worker ran it

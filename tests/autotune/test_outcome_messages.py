@@ -155,3 +155,22 @@ def test_config_is_one_value_type_keyed_once():
         config
     assert Trial(config={"A": 1}, status="ok").config == Config(values={"A": 1})
     assert Trial(config={"A": 1}, status="ok").model_dump(mode="json")["config"] == {"A": 1}
+
+
+def test_a_run_stopped_before_any_correct_config_says_what_stopped_it(tmp_path):
+    """A search ended early by a worker that could not be restarted, with nothing measured,
+    names that failure instead of calling the candidate list empty."""
+    from tests.kernels.faulty import TASK
+    from tunegate.autotune.ledger import Ledger
+    from tunegate.autotune.results import Budget
+    from tunegate.autotune.winner import no_winner
+    from tunegate.policy.env import Environment
+    from tunegate.policy.region import gate
+
+    ledger = Ledger(Store(str(tmp_path / "s.sqlite")), lambda event: None)
+    region = gate(TASK.space, [], Environment(), None)
+    why = no_winner(ledger, TASK, region, Budget(), {},
+                    stopped="a worker could not be restarted: it died while loading the task")
+    assert why == ("tuning faulty_scale stopped before any config was found correct: a worker "
+                   "could not be restarted: it died while loading the task")
+    assert "excluded" in no_winner(ledger, TASK, region, Budget(), {})  # not stopped: as before

@@ -24,3 +24,19 @@ def negate(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x)
     negate_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel())
     return y
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+                 key=["n"])
+@triton.jit
+def negate_first_unbuildable_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK != 32)  # the first config, the baseline, cannot be built
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, -tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def negate_first_unbuildable(x: torch.Tensor) -> torch.Tensor:
+    y = torch.empty_like(x)
+    negate_first_unbuildable_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](
+        x, y, x.numel())
+    return y

@@ -230,7 +230,9 @@ class WorkerPool:
         any worker, should this process's GPU memory fail to be shared (CUDA IPC)."""
         s = self._compile_setup if role == "compile" else self.setup
         if s.ref.local is not None:
-            return LocalWorker(s, self.setup_timeout)
+            local = LocalWorker(s, self.setup_timeout)
+            local.launch()  # loads (and may fail) when waited for, as a process does
+            return local
         if role != "compile" and "CUDA_VISIBLE_DEVICES" in env:
             s = replace(s, ref=s.ref.on_host())
         try:

@@ -184,6 +184,7 @@ class Tuner:
                         strategy=self.strategy_name, budget=self.budget, seed=self.seed,
                         timeout=self.sizing.timeout, staged=self.staged_timing, start=start)
         stopped: WorkerSetupError | None = None
+        why_stopped: str | None = None  # why the run ended before its end, if it did
         try:
             with trace.span("search"):
                 interrupted = search.run()
@@ -205,15 +206,15 @@ class Tuner:
             pool.run.stop()  # a request may be in flight: its answer must never be read
             interrupted = True
             best, best_time = stressed_winner(self.ledger)
+            why_stopped = "a second Ctrl-C" if isinstance(e, KeyboardInterrupt) else \
+                f"a worker could not be restarted: {e}"
             self.ledger.notes.append(
-                "the run was stopped before its end ("
-                + ("a second Ctrl-C" if isinstance(e, KeyboardInterrupt) else
-                   f"a worker could not be restarted: {e}") + "); "
+                f"the run was stopped before its end ({why_stopped}); "
                 + ("the fastest config that had passed the stress check is reported"
                    if best is not None else "no config had passed the stress check"))
         if best is None:
             raise TuneError(no_winner(self.ledger, self.task, self.region, self.budget,
-                                      self._removals()),
+                                      self._removals(), stopped=why_stopped),
                             self._result(start, evaluators, interrupted=interrupted))
         self.ledger.save_best(best, best_time, interrupted, self.budget.configs)
         return self._result(start, evaluators, best=best, best_time_ms=best_time,

@@ -48,9 +48,12 @@ def stressed_winner(ledger: Ledger) -> tuple[Config | None, float | None]:
 
 
 def no_winner(ledger: Ledger, task: Task, region: Region, budget: Budget,
-              removals: dict[str, int]) -> str:
-    """Why no config won: the clock, the policy, or the configs measured."""
+              removals: dict[str, int], stopped: str | None = None) -> str:
+    """Why no config won: what stopped the run, the clock, the policy, or the configs
+    measured. `stopped`: why the run ended early (a worker that could not be restarted)."""
     trials = ledger.trials
+    if stopped is not None and not any(t.status is Outcome.OK for t in trials):
+        return f"tuning {task.name} stopped before any config was found correct: {stopped}"
     candidates = (any(map(region.contains, task.configs))
                   if task.configs is not None else region.upper_bound() > 0)
     if not trials and budget.seconds is not None and candidates:

@@ -92,17 +92,18 @@ def _uses_server() -> bool:
     return os.environ.get("TUNEGATE_SPAWN") != "1" and "forkserver" in mp.get_all_start_methods()
 
 
-_WITHOUT_MAIN = threading.local()
+_STARTING_WORKER = threading.local()
 _stdlib_preparation_data = spawn.get_preparation_data
 
 
 def _preparation_data(name: str) -> dict[str, Any]:
-    """What multiprocessing sends a new process to prepare it, less the program's main module
-    while this thread starts a spare (`Worker.spare`): a spare starts while the program may
-    be running its script as `__main__`, and must not run the script's top level (a task
-    names its own file; the worker imports that when given the task)."""
+    """What multiprocessing sends a new process to prepare it, less the program's main
+    module while this thread starts a worker (the program's own processes are left alone):
+    a worker may start while the program runs its script as `__main__` (`tunegate run`) and
+    must never run the script's top level, which may launch, tune and wait on this very
+    pool. A task names its own file; the worker imports that when given the task."""
     data = _stdlib_preparation_data(name)
-    if getattr(_WITHOUT_MAIN, "on", False):
+    if getattr(_STARTING_WORKER, "on", False):
         data.pop("init_main_from_path", None)
         data.pop("init_main_from_name", None)
     return data
@@ -149,11 +150,7 @@ class Worker:
         """A process started before any task needs it (see `warm`): it makes its CUDA context
         and waits; `retask` gives it a task."""
         worker = cls(None, seed=0, baseline_json=None, env=env)
-        _WITHOUT_MAIN.on = True
-        try:
-            worker.launch()
-        finally:
-            _WITHOUT_MAIN.on = False
+        worker.launch()
         return worker
 
     @property
@@ -187,7 +184,11 @@ class Worker:
         first = [] if self.setup is None else [self.setup]
         self._proc = ctx.Process(target=child_main, daemon=True, args=(
             child, first, os.getpid(), self._stderr.name, environ))
-        self._proc.start()
+        _STARTING_WORKER.on = True
+        try:
+            self._proc.start()
+        finally:
+            _STARTING_WORKER.on = False
         child.close()
         self._pending = self.setup is not None  # a spare answers nothing until its first task
 
