@@ -97,3 +97,24 @@ def test_a_spare_started_while_a_script_runs_does_not_run_the_script(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "spares 1 [True]" in done.stdout, done.stdout
     assert len(marker.read_text().split()) == 1  # the program's own run, no worker's
+
+
+def test_the_programs_own_processes_still_run_its_main_module(tmp_path):
+    """Only tunegate's workers start without the program's main module: a process the
+    program starts itself (spawn) still finds the script's functions there."""
+    script = tmp_path / "own_pool.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing as mp
+        import tunegate.autotune.worker  # noqa: F401 - what patches multiprocessing
+
+        def square(x):
+            return x * x
+
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(1) as pool:
+                print("squares", pool.map(square, [2, 3]))
+        """))
+    done = python(f"import runpy; runpy.run_path({str(script)!r}, run_name='__main__')",
+                  tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "squares [4, 9]" in done.stdout
