@@ -192,3 +192,25 @@ def test_an_input_corrupted_by_one_launch_fails_that_launch_and_is_restored_for_
     # launches 5 and 10 corrupt x; had x not been restored, every later launch on that draw
     # would have been wrong too
     assert report.wrong == 2 and report.first_mismatch.argument == "x_ptr", report.summary()
+
+
+def test_an_input_every_launch_leaves_alone_is_compared_only_after_the_first_and_at_the_end():
+    from tests.kernels import trust
+    from tunegate.autotune.runner import Runner
+
+    runner = Runner(trust.TOUCHING_INPUT.model_copy(update={"reference": trust.reference}),
+                    seed=0, baseline=None)
+    asked: list[tuple[bool, frozenset[str]]] = []  # (a draw's first launch, names compared)
+    changed, kept_changed = runner._changed, runner._kept_changed
+    runner._changed = lambda outputs, firsts, pristines: (
+        asked.extend((f is None, frozenset(o)) for o, f in zip(outputs, firsts)),
+        changed(outputs, firsts, pristines))[1]
+    ends: list[list[frozenset[str]]] = []
+    runner._kept_changed = lambda draws, kept: (ends.append(list(kept)),
+                                                kept_changed(draws, kept))[1]
+    report = runner.stress(_config({"MODE": 2}), StressCheck(min_launches=8, max_launches=8,
+                                                             draws=2))
+    assert report.passed and report.launches == 8
+    assert [names for first, names in asked if "x_ptr" in names] == \
+        [names for first, names in asked if first] and len(asked) == 8
+    assert ends == [[frozenset({"x_ptr"})] * 2]  # compared once more, after the last launch

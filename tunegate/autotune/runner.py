@@ -123,6 +123,16 @@ class Runner:
             args[name].zero_()
         return args
 
+    def reset(self, pristine: Args, args: Args) -> None:
+        """What triton.autotune's restore_value and reset_to_zero do before each launch it
+        times, and no more: outputs written in place copied back, zeroed outputs zeroed. An
+        input that a config writes stays written (the check of what the timing left sees it),
+        and an output is not poisoned again (what no launch wrote still holds the poison)."""
+        for name in self.in_place:
+            args[name].copy_(pristine[name])
+        for name in self.zeroed:
+            args[name].zero_()
+
     def _launch(self, pristine: Args, config: Config, into: Args | None = None,
                 second: bool = False) -> Args:
         args = self.prepare(pristine, into, second)
@@ -285,8 +295,10 @@ class Runner:
         the other poison, an atomic's order) a full comparison of their own. A round's launches
         (one per draw, each into its own buffers) are queued back to back and their bit
         comparisons read with one synchronisation: per launch, the device's work alone. An
-        input the draw's first launch left with its pristine bits is not copied again while
-        every launch is seen to leave it so (`_kept_after_first`)."""
+        input the draw's first launch left with its pristine bits is neither copied nor
+        compared again (`_kept_after_first`) until a launch on the draw goes wrong: what a
+        launch writes there stays, so the launches after it read it, and the last comparison
+        sees it (`_kept_changed`)."""
         s = settings.resolved(self.kind)
         assert s.min_launches and s.max_launches and s.draws and s.seconds is not None
         start = time.perf_counter()
@@ -312,11 +324,12 @@ class Runner:
                 self.task.run(self.prepare(pristine, into=work, second=second, keep=kept[d]),
                               config)
             outputs = [self._compared(draws[d][2], draws[d][1]) for d in rounds]
-            changed = self._changed(outputs, firsts, [draws[d][0] for d in rounds])
+            changed = self._changed([{n: t for n, t in outputs[d].items() if n not in kept[d]}
+                                     for d in rounds], firsts, [draws[d][0] for d in rounds])
             for d in rounds:
                 launches += 1
-                kept[d] = self._kept_after_first(outputs[d], changed[d]) \
-                    if firsts[d] is None else kept[d] - changed[d]
+                if firsts[d] is None:
+                    kept[d] = self._kept_after_first(outputs[d], changed[d])
                 if firsts[d] is not None and not changed[d]:
                     bad = verdicts[d]  # the bits of the draw's first launch: its verdict
                 else:
@@ -326,10 +339,16 @@ class Runner:
                         verdicts[d] = bad
                     else:
                         differing += 1
+                        if bad is not None:  # it may have written an input: from now on each
+                            kept[d] = frozenset()  # is restored and compared on this draw
                 if bad is not None:
                     wrong += 1
                     if first_bad is None:
                         first_bad, first_bad_draw = bad, d
+        for d, bad in self._kept_changed(draws, kept):
+            wrong += 1
+            if first_bad is None:
+                first_bad, first_bad_draw = bad, d
         return StressReport(launches=launches, draws=len(draws), wrong=wrong,
                             differing=differing, deterministic=self.deterministic,
                             first_mismatch=first_bad,
@@ -356,10 +375,24 @@ class Runner:
 
     def _kept_after_first(self, compared: dict[str, torch.Tensor], changed: set[str]
                           ) -> frozenset[str]:
-        """The tensors a draw's next launch need not restore after its first: compared after
-        every launch (so one that a later launch changes is seen, and restored again), neither
-        poisoned, zeroed nor written in place, and left with their pristine bits."""
+        """The tensors a draw's later launches neither restore nor compare: neither poisoned,
+        zeroed nor written in place, and left with their pristine bits by its first launch."""
         return frozenset(n for n in compared if n not in self._rewritten and n not in changed)
+
+    def _kept_changed(self, draws: list[tuple[Args, Expected, Args]],
+                      kept: list[frozenset[str]]) -> list[tuple[int, Mismatch]]:
+        """Per draw, the first kept input a launch wrote (never restored, it still holds what
+        was written), as the mismatch it is; read back with one synchronisation."""
+        pending = [(d, n, bits_differ(work[n], pristine[n]))
+                   for d, (pristine, _, work) in enumerate(draws) for n in sorted(kept[d])]
+        flags = torch.stack([f for _, _, f in pending]).tolist() if pending else []
+        found: dict[int, Mismatch] = {}
+        for (d, n, _), flag in zip(pending, flags):
+            if flag and d not in found:
+                bad = self._first_mismatch({n: draws[d][2][n]}, draws[d][1])
+                if bad is not None:
+                    found[d] = bad
+        return sorted(found.items())
 
     @cached_property
     def _rewritten(self) -> frozenset[str]:
@@ -375,8 +408,8 @@ class Runner:
         restore = bool(self.in_place or self.zeroed)
 
         def launch() -> None:
-            if restore:  # as triton.autotune's restore_value / reset_to_zero: part of the call
-                self.prepare(pristine, into=args)
+            if restore:  # part of the call, as in triton.autotune
+                self.reset(pristine, args)
             self.task.run(args, config)
 
         if self.kind == "gpu" and not full:
