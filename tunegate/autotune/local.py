@@ -48,6 +48,11 @@ class LocalWorker:
     def alive(self) -> bool:
         return self._pending or self._runner is not None
 
+    @property
+    def started(self) -> bool:
+        """Launched or loaded (as `Worker.started`)."""
+        return self.alive()
+
     def idle(self) -> bool:
         return False  # never handed to the next pool: its task lives in this one
 

@@ -23,7 +23,7 @@ from typing import Hashable, Iterator, Sequence
 from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
-from . import steering, trace
+from . import compile_server, steering, trace
 from .local import LocalWorker
 from .messages import Compile, Reply
 from .warm import wait_for_spares
@@ -88,14 +88,16 @@ _PRELOADS: dict[str, None] = {}
 def preload(*modules: str) -> None:
     """Have every kept run worker, and every one kept from now on, import `modules` ahead of
     the tunings that will name them (the module of an autotuner the program defined, the
-    libraries it imports: see `mirror`). Compile workers import them when a tuning needs them:
-    fifteen processes importing Liger-Kernel at once beside the program took 16-21 s each on
-    an H200 host, and slowed the program too."""
+    libraries it imports: see `mirror`), and the compile server too, where it runs. Compile
+    workers already started import them when a tuning needs them: fifteen processes importing
+    Liger-Kernel at once beside the program took 16-21 s each on an H200 host, and slowed the
+    program too."""
     with _IDLE_LOCK:
         for module in modules:
             _PRELOADS[module] = None  # a set that keeps the order they were named in
         _send_preloads([w for (_, role), workers in _IDLE.items() if role != "compile"
                         for w in workers], modules)
+    compile_server.preload(modules)
 
 
 def _send_preloads(workers: list[Worker], modules: Sequence[str] | None = None) -> None:
@@ -248,7 +250,10 @@ class WorkerPool:
             return self._give(role, env, host)
 
     def _give(self, role: str, env: dict[str, str], s: Setup) -> Worker:
-        """`s` given to a kept worker of this role and device, else to a new one."""
+        """`s` given to a kept worker of this role and device, else to a new one. A compile
+        worker forked from the compile server is started by its loading thread (see
+        `_load_compiler`); any other here, in a thread that outlives it (a process spawned
+        from a thread is killed as that thread ends: see `worker_child._die_with_parent`)."""
         wait_for_spares()
         with _IDLE_LOCK:
             kept = _IDLE.get((self.identity, role), [])
@@ -259,7 +264,8 @@ class WorkerPool:
         if found is None:
             w = Worker(s.ref, seed=s.seed, baseline_json=s.baseline_json,
                        deterministic=s.deterministic, setup_timeout=self.setup_timeout, env=env)
-            w.launch()
+            if role != "compile" or not compile_server.running():
+                w.launch()  # else by its loading thread: its fork may wait for the server
             return w
         found.setup_timeout = self.setup_timeout
         try:
@@ -282,6 +288,10 @@ class WorkerPool:
         self.runs += [self._take(f"run{i}", env) for i, env in enumerate(self._envs) if i]
         wanted = 0 if _where(self.setup.ref) in _UNCOMPILABLE else self._compilers_wanted
         self.compilers = [self._take("compile", self._compile_env) for _ in range(wanted)]
+        for worker in self.compilers:
+            self._loaded[worker] = threading.Event()
+            threading.Thread(target=self._load_compiler, args=(worker,), daemon=True,
+                             name="tunegate-compile-worker-load").start()
 
     def start_first(self) -> None:
         """Start only the first run worker and wait for it (enough to re-check a stored best)."""
@@ -295,16 +305,19 @@ class WorkerPool:
         once it has."""
         self.launch()
         self._wait(self.runs, runs=len(self.runs))
-        for worker in self.compilers:
-            if worker not in self._loaded:
-                self._loaded[worker] = threading.Event()
-                threading.Thread(target=self._load_compiler, args=(worker,), daemon=True,
-                                 name="tunegate-compile-worker-load").start()
 
     def _load_compiler(self, worker: Worker | LocalWorker) -> None:
-        """Wait for a compile worker to load the task; drop it if it cannot. Once the pool was
-        closed meanwhile, the worker is kept for the next pool here (or stopped)."""
-        error = _try_wait(worker)
+        """Start a new compile worker (its fork waits while the compile server imports), wait
+        for it to load the task; drop it if it cannot. Once the pool was closed meanwhile, the
+        worker is kept for the next pool here (or stopped)."""
+        try:
+            if not worker.started:
+                worker.launch()
+        except Exception as e:  # noqa: BLE001 - said in the pool's notes; its configs compile
+            error: WorkerSetupError | None = WorkerSetupError(  # at their first launch
+                f"a compile worker could not start: {type(e).__name__}: {e}")
+        else:
+            error = _try_wait(worker)
         with self._lock:
             if error is not None:
                 self._drop_compiler(worker, error)

@@ -18,9 +18,9 @@ import threading
 import warnings
 from contextlib import contextmanager
 from multiprocessing import forkserver, resource_tracker, util
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
-__all__ = ["forkable", "fork_server"]
+__all__ = ["fork_a_server", "forkable", "fork_server"]
 
 _FORKSERVER_MAIN = "multiprocessing.forkserver import main"
 
@@ -77,14 +77,21 @@ def fork_server(preload: Sequence[str]) -> str | None:
     if why_not is not None:
         return why_not
     forkserver.set_forkserver_preload(list(preload))
-    resource_tracker.ensure_running()  # a process of its own, as ever: not forked below
-    with _forking_the_server():
-        forkserver.ensure_running()
+    fork_a_server(forkserver._forkserver)
     return None
 
 
+def fork_a_server(server: forkserver.ForkServer,
+                  in_the_server: Callable[[], None] | None = None) -> None:
+    """Start `server` (multiprocessing's fork server, or another one: `compile_server`) as a
+    fork of this process, which must be `forkable`; `in_the_server` runs first in the fork."""
+    resource_tracker.ensure_running()  # a process of its own, as ever: not forked below
+    with _forking_the_server(in_the_server):
+        server.ensure_running()
+
+
 @contextmanager
-def _forking_the_server() -> Iterator[None]:
+def _forking_the_server(in_the_server: Callable[[], None] | None) -> Iterator[None]:
     spawn = util.spawnv_passfds
 
     def fork_or_spawn(path: str, args: Sequence[str], passfds: Sequence[int]) -> int:
@@ -101,7 +108,7 @@ def _forking_the_server() -> Iterator[None]:
             if pid == 0:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                _serve(code, passfds)
+                _serve(code, passfds, in_the_server)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return pid
@@ -113,12 +120,15 @@ def _forking_the_server() -> Iterator[None]:
         util.spawnv_passfds = spawn
 
 
-def _serve(code: str, passfds: Sequence[int]) -> None:
-    """The forked child: run the server's command, never return into the parent's frames.
+def _serve(code: str, passfds: Sequence[int], first: Callable[[], None] | None) -> None:
+    """The forked child: run `first`, then the server's command; never return into the
+    parent's frames.
     End-of-file while the program asks for a worker means the program is gone (it ended while
     spares started): the server ends without a traceback on the program's terminal."""
     try:
         _close_other_ends(passfds)
+        if first is not None:
+            first()
         exec(compile(code, "<tunegate worker server>", "exec"), {"__name__": "__mp_main__"})
     except (SystemExit, EOFError):
         pass

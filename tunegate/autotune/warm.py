@@ -7,11 +7,11 @@ not pay. A program that will tune therefore calls `warm_up()` as early as it kno
 run` and `tunegate tune` when they start (forking the server from their own process, see
 `server_fork`), and on a GPU host the first drop-in autotuner a program defines. In a
 background thread it starts the server and spare workers (the run worker, and on a GPU host
-a compile worker per CPU core but one), which the pools of this process take and give their
-tasks (`pool.WorkerPool`). The program goes on meanwhile. The module of each autotuner the
-program defines is imported by the spare run worker ahead of its first tuning (`preload`), and
-so is each library built on torch or Triton that the program imports, as it imports it
-(`mirror`).
+a compile worker per CPU core but one, unless `compile_server` forks them when a tuning needs
+them), which the pools of this process take and give their tasks (`pool.WorkerPool`). The
+program goes on meanwhile. The module of each autotuner the program defines is imported by the
+spare run worker and the compile server ahead of its first tuning (`preload`), and so is each
+library built on torch or Triton that the program imports, as it imports it (`mirror`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0.
@@ -51,6 +51,14 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
         try:
             with trace.span("server forked here"):
                 start_server(here=True)
+            if os.environ.get("TRITON_INTERPRET") != "1":  # else compile workers are spawned
+                from . import compile_server
+                from .pool import COMPILE_ENV
+
+                with trace.span("compile server forked here"):
+                    why_not = compile_server.start(COMPILE_ENV)
+                if why_not is not None:
+                    log.debug("no compile server: %s", why_not)
         except Exception as e:  # noqa: BLE001 - an optimisation: the thread starts it as ever
             log.debug("the worker server could not be forked here: %s: %s", type(e).__name__, e)
     thread = threading.Thread(target=_start_spares, args=(gpu_only,), daemon=True,
@@ -83,7 +91,7 @@ def wait_for_spares(timeout: float | None = None) -> None:
 
 
 def _start_spares(gpu_only: bool) -> None:
-    from . import mirror
+    from . import compile_server, mirror
     from .pool import COMPILE_ENV, compile_cores, keep_spare
     from .worker import Worker, start_server
 
@@ -94,8 +102,10 @@ def _start_spares(gpu_only: bool) -> None:
         gpu = device_kind() == "gpu"
         if gpu_only and not gpu:
             return
+        if not gpu:
+            compile_server.stop()  # no compile workers on this host
         keep_spare("run0", Worker.spare({}))
-        for _ in range(compile_cores() if gpu else 0):
+        for _ in range(compile_cores() if gpu and not compile_server.running() else 0):
             keep_spare("compile", Worker.spare(dict(COMPILE_ENV)))
         trace.event("spares started")
         mirror.start()

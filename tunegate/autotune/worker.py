@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import TunegateError
 from ..outcome import Outcome
+from . import compile_server
 from .backend import COMPILE_ONLY
 from .messages import Reply, Request
 from .worker_child import NotReady, Preload, child_main
@@ -162,6 +163,11 @@ class Worker:
         return self._proc is not None and self._proc.is_alive()
 
     @property
+    def started(self) -> bool:
+        """Launched (and not stopped since)."""
+        return self._proc is not None
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
@@ -186,7 +192,11 @@ class Worker:
             child, first, os.getpid(), self._stderr.name, environ))
         _STARTING_WORKER.on = True
         try:
-            self._proc.start()
+            if self.env.get(COMPILE_ONLY) == "1":
+                with compile_server.forking():  # with the program's libraries, where it runs
+                    self._proc.start()
+            else:
+                self._proc.start()
         finally:
             _STARTING_WORKER.on = False
         child.close()

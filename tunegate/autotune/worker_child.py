@@ -118,7 +118,8 @@ def _alive(pid: int) -> bool:
 
 def _die_with_parent() -> None:
     """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL):
-    the tuning process, or the fork server, which ends with it."""
+    the tuning process, or the fork server, which ends with it. The kernel means the parent
+    thread: a process spawned from a thread dies as that thread ends."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes

@@ -1,0 +1,72 @@
+"""The compile server: compile workers forked from a server that sees no GPU and has imported
+the program's modules once, instead of each worker importing them as its task arrives."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import KERNELS
+
+pytestmark = pytest.mark.interpreter  # compiles real cubins for sm_90 without a GPU
+
+PROGRAM = """
+import json, os, sys, time
+from tunegate.autotune import compile_server
+from tunegate.autotune.messages import Compile
+from tunegate.autotune.pool import COMPILE_ENV
+from tunegate.autotune.worker import TaskRef, Worker, start_server
+from tunegate.space.space import Config
+
+start_server(here=True)
+assert compile_server.start(COMPILE_ENV) is None
+server = compile_server._STATE.server._forkserver_pid
+if sys.argv[2] == "gone":  # killed (a crash, say): what is sent to it is dropped
+    compile_server._STATE.server.end()
+compile_server.preload(["tests.kernels.marked_copy"])
+ref = TaskRef(sys.argv[1], "TASK_WITH_REFERENCE", module="tests.kernels.marked_copy")
+workers = [Worker(ref, seed=0, baseline_json=None, env=dict(COMPILE_ENV)) for _ in range(3)]
+for w in workers:
+    w.launch()
+for w in workers:
+    w.wait()
+config = Config(values={"BLOCK": 32, "STAGES": 1})
+replies = [w.request(Compile(config, "cuda:90:32", None), timeout=120) for w in workers]
+parents = [int(open(f"/proc/{w.pid}/stat").read().rsplit(")", 1)[1].split()[1]) for w in workers]
+print(json.dumps({"server": server, "parents": parents,
+                  "compiled": [r.status for r in replies], "errors": [r.error for r in replies],
+                  "importers": [int(p) for p in open(os.environ["IMPORT_MARKER_FILE"]).read().split()]}))
+for w in workers:
+    w.close()
+"""
+
+
+def _run(tmp_path, mode: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(IMPORT_MARKER_FILE=str(tmp_path / "importers"),
+               TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", PROGRAM, str(KERNELS / "marked_copy.py"), mode],
+                          capture_output=True, text=True, timeout=300, env=env,
+                          cwd=KERNELS.parent.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_compile_workers_fork_from_the_server_with_its_imports(tmp_path):
+    """Three compile workers, one import of the task's module (the server's), and each
+    compiles for the GPU it cannot see."""
+    info = _run(tmp_path, "running")
+    assert info["compiled"] == ["ok"] * 3, info["errors"]
+    assert info["parents"] == [info["server"]] * 3
+    assert info["importers"] == [info["server"]]
+
+
+def test_compile_workers_come_from_the_worker_server_once_the_compile_server_is_gone(tmp_path):
+    info = _run(tmp_path, "gone")
+    assert info["compiled"] == ["ok"] * 3, info["errors"]
+    assert info["server"] not in info["parents"]
+    assert len(info["importers"]) == 3 and info["server"] not in info["importers"]

@@ -1,0 +1,256 @@
+"""The compile workers' own server: forked from the program like the worker server, it sees no
+GPU and imports the program's libraries as the program imports them, so that each compile
+worker forked from it starts with them.
+
+Compile workers forked from the worker server import a kernel's module when a tuning gives
+them their task. At a program's first tuning, fifteen of them importing Liger-Kernel (with
+transformers) side by side took 14-17 s each on an H100 host, and the run worker compiled
+every config itself meanwhile: a 12 s tuning where later ones took 2 s; fla's first two
+tunings lost 20 s so. This server imports each module once, between the forks it serves,
+as the spare run worker is sent it (`warm.preload`, `mirror`). It makes no CUDA call and
+sees no GPU, so a library that asks for devices as it imports cannot spoil it; where an
+import fails, the worker's own import of the task reports it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import signal
+import struct
+import sys
+import threading
+from contextlib import contextmanager
+from multiprocessing import forkserver, resource_tracker, util
+from typing import Iterator, Mapping, Sequence
+
+from . import trace
+from .worker_child import Preload
+
+__all__ = ["forking", "preload", "running", "start", "stop"]
+
+_FRAME = struct.Struct("!I")  # each preload is its pickled length, then the pickle
+
+
+class _Gone(RuntimeError):
+    """The compile server has ended: workers come from the worker server again."""
+
+
+class _CompileServer(forkserver.ForkServer):
+    """multiprocessing's fork server, started once (forked from the program, see `start`) and
+    never started again: once it is gone, `connect_to_new_process` raises `_Gone`."""
+
+    gone = False
+
+    def ensure_running(self) -> None:
+        if self._forkserver_pid is None:  # the first start, forked by `start`
+            super().ensure_running()
+            return
+        with self._lock:
+            resource_tracker.ensure_running()
+            if not self.gone:
+                try:
+                    ended, _ = os.waitpid(self._forkserver_pid, os.WNOHANG)
+                except ChildProcessError:
+                    ended = 1
+                self.gone = bool(ended)
+            if self.gone:
+                raise _Gone("the compile server has ended")
+
+    def end(self) -> None:
+        """Kill the server (and with it any worker it forked: they die with their parent)."""
+        pid = self._forkserver_pid
+        if pid is None:
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(self._forkserver_alive_fd)
+        if self._forkserver_address and not util.is_abstract_socket_namespace(
+                self._forkserver_address):
+            try:
+                os.unlink(self._forkserver_address)
+            except OSError:
+                pass
+
+
+class _State:
+    """This process's compile server and the write end of its preload pipe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.server: _CompileServer | None = None
+        self.to_server: int | None = None
+        self.unsent = bytearray()  # preloads the pipe had no room for yet
+        self.sent_path: tuple[str, ...] | None = None
+        self.sent: set[str] = set()
+
+
+_STATE = _State()
+_FORKING = threading.local()  # `forking`: this thread's processes come from the compile server
+_FROM_WORKER_SERVER = forkserver.connect_to_new_process
+
+
+def running() -> bool:
+    """Whether compile workers started now come from the compile server."""
+    server = _STATE.server
+    return server is not None and not server.gone
+
+
+def start(env: Mapping[str, str]) -> str | None:
+    """Fork the compile server from this process, with `env` (what a compile worker sees: no
+    GPU) set in it; why not, where this process may not fork now (see `server_fork`). Call it
+    where the worker server was just forked, with torch and Triton imported."""
+    from .server_fork import fork_a_server, forkable
+
+    why_not = forkable()
+    if why_not is not None:
+        return why_not
+    with _STATE.lock:
+        if _STATE.server is not None:
+            return None
+        from_program, to_server = os.pipe()
+        server = _CompileServer()
+        server.set_forkserver_preload([])  # it has what the program imported: torch, Triton
+
+        def in_the_server() -> None:
+            os.close(to_server)
+            os.environ.update(env)
+            _import_between_forks(from_program)
+
+        try:
+            fork_a_server(server, in_the_server)
+        finally:
+            os.close(from_program)
+        os.set_blocking(to_server, False)
+        _STATE.server, _STATE.to_server = server, to_server
+        forkserver.connect_to_new_process = _connect
+    return None
+
+
+def stop() -> None:
+    """End the compile server (a host without a GPU has no compile workers)."""
+    with _STATE.lock:
+        server, to_server = _STATE.server, _STATE.to_server
+        _STATE.server = _STATE.to_server = None
+        _STATE.unsent.clear()
+        if to_server is not None:
+            os.close(to_server)
+        if server is not None and not server.gone:
+            server.gone = True
+            server.end()
+
+
+@contextmanager
+def forking() -> Iterator[bool]:
+    """Within it, a worker this thread starts is forked from the compile server, where one
+    runs (yields whether it does); other threads' processes are left alone."""
+    if not running():
+        yield False
+        return
+    _flush()
+    _FORKING.on = True
+    try:
+        yield True
+    finally:
+        _FORKING.on = False
+
+
+def _connect(fds: list[int]) -> tuple[int, int]:
+    """multiprocessing's request for a new process, sent to the compile server for a thread
+    within `forking` (to the worker server where the compile server has ended)."""
+    server = _STATE.server
+    if getattr(_FORKING, "on", False) and server is not None:
+        try:
+            return server.connect_to_new_process(fds)
+        except _Gone:
+            pass
+    return _FROM_WORKER_SERVER(fds)
+
+
+def preload(modules: Sequence[str]) -> None:
+    """Have the compile server import `modules` (with this process's `sys.path`) between the
+    forks it serves. Never waits: what its pipe has no room for now goes with the next call."""
+    with _STATE.lock:
+        if _STATE.to_server is None:
+            return
+        todo = tuple(m for m in dict.fromkeys(modules) if m not in _STATE.sent)
+        if not todo:
+            return
+        path = tuple(sys.path)
+        payload = pickle.dumps(Preload(todo, None if path == _STATE.sent_path else path))
+        _STATE.unsent += _FRAME.pack(len(payload)) + payload
+        _STATE.sent.update(todo)
+        _STATE.sent_path = path
+    _flush()
+
+
+def _flush() -> None:
+    """Write what the pipe has room for."""
+    with _STATE.lock:
+        while _STATE.unsent and _STATE.to_server is not None:
+            try:
+                written = os.write(_STATE.to_server, _STATE.unsent)
+            except BlockingIOError:
+                return
+            except OSError:  # the server is gone
+                _STATE.unsent.clear()
+                return
+            del _STATE.unsent[:written]
+
+
+def _import_between_forks(from_program: int) -> None:
+    """In the server: have multiprocessing's fork-server loop also watch the preload pipe and
+    import what arrives there, between requests for workers (one thread: a fork never meets
+    an import half done)."""
+    os.set_blocking(from_program, False)
+    frames = _Frames(from_program)
+    base = selectors.DefaultSelector
+
+    class ImportingSelector(base):  # type: ignore[valid-type, misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.register(from_program, selectors.EVENT_READ)
+
+        def select(self, timeout: float | None = None) -> list:
+            while True:
+                ready = super().select(timeout)
+                others = [(key, events) for key, events in ready if key.fd != from_program]
+                if len(others) < len(ready) and not frames.take():
+                    self.unregister(from_program)  # the program is gone, or stopped us
+                if others or timeout is not None:
+                    return others
+
+    selectors.DefaultSelector = ImportingSelector
+
+
+class _Frames:
+    """The server's end of the preload pipe: whole frames imported as they are complete."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+
+    def take(self) -> bool:
+        """Read what is there and import each whole frame's modules; False at end of file."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                return False
+            self.buffer += chunk
+        while len(self.buffer) >= _FRAME.size:
+            (size,) = _FRAME.unpack_from(self.buffer)
+            if len(self.buffer) < _FRAME.size + size:
+                break
+            request = pickle.loads(bytes(self.buffer[_FRAME.size:_FRAME.size + size]))
+            del self.buffer[:_FRAME.size + size]
+            with trace.span("compile server preload", module=request.modules[0],
+                            modules=len(request.modules)):
+                request.load()
+        return True
