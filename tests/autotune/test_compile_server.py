@@ -70,3 +70,40 @@ def test_compile_workers_come_from_the_worker_server_once_the_compile_server_is_
     assert info["compiled"] == ["ok"] * 3, info["errors"]
     assert info["server"] not in info["parents"]
     assert len(info["importers"]) == 3 and info["server"] not in info["importers"]
+
+
+CAPPED = """
+import json, sys
+from tunegate.autotune import compile_server
+from tunegate.autotune.pool import COMPILE_ENV, WorkerPool, compile_cores
+from tunegate.autotune.worker import TaskRef, start_server
+
+start_server(here=True)
+compile_server.start(COMPILE_ENV)
+compile_server.preload(["tests.kernels.slow_import"])  # the server imports for 3 s
+ref = TaskRef(sys.argv[1], "TASK_WITH_REFERENCE", module="tests.kernels.marked_copy")
+pools = [WorkerPool(ref, seed=0, baseline_json=None, compilers=compile_cores() + 2,
+                    deterministic=True, precompile=True) for _ in range(2)]
+for pool in pools:
+    pool.launch()
+asked = [len(pool.compilers) for pool in pools]
+loaded = all(event.wait(120) for event in pools[0]._loaded.values())
+print(json.dumps({"asked": asked, "cores": compile_cores(), "loaded": loaded,
+                  "alive": [w.alive() for w in pools[0].compilers]}))
+for pool in pools:
+    pool.close()
+"""
+
+
+def test_pools_ask_no_more_compile_workers_than_cores_while_the_server_imports(tmp_path):
+    """Two quick tunings while the compile server imports a library: the first asks for a
+    compile worker per core, the second for none more; the first's start once it is done."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(IMPORT_MARKER_FILE=str(tmp_path / "importers"), SLOW_IMPORT_S="3")
+    done = subprocess.run([sys.executable, "-c", CAPPED, str(KERNELS / "marked_copy.py")],
+                          capture_output=True, text=True, timeout=300, env=env,
+                          cwd=KERNELS.parent.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    assert info["asked"] == [info["cores"], 0]
+    assert info["loaded"] and info["alive"] == [True] * info["cores"]

@@ -46,6 +46,9 @@ _KEPT_PER_ROLE = 64  # at most this many idle workers of one role are kept
 # Kernel files and modules that compile workers could not load in this process (one that
 # needs a GPU to import, say): no compile worker is started for them again.
 _UNCOMPILABLE: set[str] = set()
+# Compile workers asked of the compile server and not yet loaded (under _IDLE_LOCK): while it
+# imports a library, quick tunings one after another must not pile up a score of forks each.
+_STARTING_COMPILERS = [0]
 
 
 def _where(ref: TaskRef) -> str:
@@ -226,10 +229,11 @@ class WorkerPool:
     def run(self) -> Worker | LocalWorker:
         return self.runs[0]
 
-    def _take(self, role: str, env: dict[str, str]) -> Worker | LocalWorker:
-        """A kept worker of this role and device, re-tasked; else a new one, launched. A run
-        worker that sees one GPU of several gets the call's tensors as host copies; so does
-        any worker, should this process's GPU memory fail to be shared (CUDA IPC)."""
+    def _take(self, role: str, env: dict[str, str]) -> Worker | LocalWorker | None:
+        """A kept worker of this role and device, re-tasked; else a new one (None: a compile
+        worker not started now, see `_give`). A run worker that sees one GPU of several gets
+        the call's tensors as host copies; so does any worker, should this process's GPU
+        memory fail to be shared (CUDA IPC)."""
         s = self._compile_setup if role == "compile" else self.setup
         if s.ref.local is not None:
             local = LocalWorker(s, self.setup_timeout)
@@ -249,23 +253,29 @@ class WorkerPool:
                               f"({type(e).__name__}: {str(e)[:200]}); it got host copies")
             return self._give(role, env, host)
 
-    def _give(self, role: str, env: dict[str, str], s: Setup) -> Worker:
+    def _give(self, role: str, env: dict[str, str], s: Setup) -> Worker | None:
         """`s` given to a kept worker of this role and device, else to a new one. A compile
         worker forked from the compile server is started by its loading thread (see
-        `_load_compiler`); any other here, in a thread that outlives it (a process spawned
-        from a thread is killed as that thread ends: see `worker_child._die_with_parent`)."""
+        `_load_compiler`), and none while as many as compile cores are still starting; any
+        other here, in a thread that outlives it (a process spawned from a thread is killed as
+        that thread ends: see `worker_child._die_with_parent`)."""
         wait_for_spares()
+        forked = role == "compile" and compile_server.running()
         with _IDLE_LOCK:
             kept = _IDLE.get((self.identity, role), [])
             found = next((w for w in kept if w.env == env and w.alive() and _can_load(w, s.ref)),
                          None)
             if found is not None:
                 kept.remove(found)
+            elif forked:
+                if _STARTING_COMPILERS[0] >= compile_cores():
+                    return None
+                _STARTING_COMPILERS[0] += 1
         if found is None:
             w = Worker(s.ref, seed=s.seed, baseline_json=s.baseline_json,
                        deterministic=s.deterministic, setup_timeout=self.setup_timeout, env=env)
-            if role != "compile" or not compile_server.running():
-                w.launch()  # else by its loading thread: its fork may wait for the server
+            if not forked:
+                w.launch()
             return w
         found.setup_timeout = self.setup_timeout
         try:
@@ -287,7 +297,8 @@ class WorkerPool:
         self._all_launched = True
         self.runs += [self._take(f"run{i}", env) for i, env in enumerate(self._envs) if i]
         wanted = 0 if _where(self.setup.ref) in _UNCOMPILABLE else self._compilers_wanted
-        self.compilers = [self._take("compile", self._compile_env) for _ in range(wanted)]
+        self.compilers = [w for w in (self._take("compile", self._compile_env)
+                                      for _ in range(wanted)) if w is not None]
         for worker in self.compilers:
             self._loaded[worker] = threading.Event()
             threading.Thread(target=self._load_compiler, args=(worker,), daemon=True,
@@ -310,14 +321,18 @@ class WorkerPool:
         """Start a new compile worker (its fork waits while the compile server imports), wait
         for it to load the task; drop it if it cannot. Once the pool was closed meanwhile, the
         worker is kept for the next pool here (or stopped)."""
+        starting = not worker.started
         try:
-            if not worker.started:
+            if starting:
                 worker.launch()
         except Exception as e:  # noqa: BLE001 - said in the pool's notes; its configs compile
             error: WorkerSetupError | None = WorkerSetupError(  # at their first launch
                 f"a compile worker could not start: {type(e).__name__}: {e}")
         else:
             error = _try_wait(worker)
+        if starting:
+            with _IDLE_LOCK:
+                _STARTING_COMPILERS[0] -= 1
         with self._lock:
             if error is not None:
                 self._drop_compiler(worker, error)
