@@ -107,3 +107,30 @@ def test_pools_ask_no_more_compile_workers_than_cores_while_the_server_imports(t
     info = json.loads(done.stdout.strip().splitlines()[-1])
     assert info["asked"] == [info["cores"], 0]
     assert info["loaded"] and info["alive"] == [True] * info["cores"]
+
+
+QUIET = """
+import time
+from tunegate.autotune import compile_server
+from tunegate.autotune.pool import COMPILE_ENV
+from tunegate.autotune.worker import start_server
+
+start_server(here=True)
+compile_server.start(COMPILE_ENV)
+compile_server.preload(["tests.kernels.noisy_import", "tests.kernels.import_marker"])
+import os
+deadline = time.monotonic() + 60
+while not os.path.exists(os.environ["IMPORT_MARKER_FILE"]) and time.monotonic() < deadline:
+    time.sleep(0.05)
+print("imported" if os.path.exists(os.environ["IMPORT_MARKER_FILE"]) else "not imported")
+"""
+
+
+def test_what_the_server_prints_as_it_imports_is_not_the_programs_output(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(IMPORT_MARKER_FILE=str(tmp_path / "importers"))
+    done = subprocess.run([sys.executable, "-c", QUIET], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=KERNELS.parent.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["imported"]
+    assert "noisy_import" not in done.stdout + done.stderr

@@ -14,12 +14,14 @@ import fails, the worker's own import of the task reports it.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import selectors
 import signal
 import struct
 import sys
+import tempfile
 import threading
 from contextlib import contextmanager
 from multiprocessing import forkserver, resource_tracker, util
@@ -115,10 +117,15 @@ def start(env: Mapping[str, str]) -> str | None:
         from_program, to_server = os.pipe()
         server = _CompileServer()
         server.set_forkserver_preload([])  # it has what the program imported: torch, Triton
+        log = _log_file()
 
         def in_the_server() -> None:
             os.close(to_server)
             os.environ.update(env)
+            output = os.open(log, os.O_WRONLY | os.O_APPEND)
+            os.dup2(output, 1)  # what a library prints as it imports (a warning that it sees
+            os.dup2(output, 2)  # no GPU, say) is not the program's output
+            os.close(output)
             _import_between_forks(from_program)
 
         try:
@@ -129,6 +136,21 @@ def start(env: Mapping[str, str]) -> str | None:
         _STATE.server, _STATE.to_server = server, to_server
         forkserver.connect_to_new_process = _connect
     return None
+
+
+def _log_file() -> str:
+    """A file for the server's output, removed when this process ends."""
+    with tempfile.NamedTemporaryFile(prefix="tunegate-compile-server-", suffix=".log",
+                                     delete=False) as f:
+        atexit.register(_remove, f.name)
+        return f.name
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def stop() -> None:
