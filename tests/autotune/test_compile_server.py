@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -134,3 +135,32 @@ def test_what_the_server_prints_as_it_imports_is_not_the_programs_output(tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["imported"]
     assert "noisy_import" not in done.stdout + done.stderr
+
+
+HUNG = """
+import time
+from tunegate.autotune import compile_server
+from tunegate.autotune.pool import COMPILE_ENV
+from tunegate.autotune.worker import start_server
+
+start_server(here=True)
+compile_server.start(COMPILE_ENV)
+compile_server.preload(["tests.kernels.slow_import"])  # its import never ends
+time.sleep(0.5)
+print(compile_server._STATE.server._forkserver_pid)
+"""
+
+
+def test_a_server_stuck_in_an_import_ends_with_the_program():
+    from tests.autotune.test_server_fork import _ended
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(SLOW_IMPORT_S="3600")
+    done = subprocess.run([sys.executable, "-c", HUNG], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=KERNELS.parent.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    server = int(done.stdout.split()[-1])
+    deadline = time.monotonic() + 30
+    while not _ended(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _ended(server), "the compile server outlived its program"

@@ -28,7 +28,7 @@ from multiprocessing import forkserver, resource_tracker, util
 from typing import Iterator, Mapping, Sequence
 
 from . import trace
-from .worker_child import Preload
+from .worker_child import Preload, die_with_parent
 
 __all__ = ["forking", "preload", "running", "start", "stop"]
 
@@ -120,6 +120,7 @@ def start(env: Mapping[str, str]) -> str | None:
         log = _log_file()
 
         def in_the_server() -> None:
+            die_with_parent()  # a library's import that never ends must not outlive us
             os.close(to_server)
             os.environ.update(env)
             output = os.open(log, os.O_WRONLY | os.O_APPEND)

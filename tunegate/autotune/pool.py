@@ -258,7 +258,7 @@ class WorkerPool:
         worker forked from the compile server is started by its loading thread (see
         `_load_compiler`), and none while as many as compile cores are still starting; any
         other here, in a thread that outlives it (a process spawned from a thread is killed as
-        that thread ends: see `worker_child._die_with_parent`)."""
+        that thread ends: see `worker_child.die_with_parent`)."""
         wait_for_spares()
         forked = role == "compile" and compile_server.running()
         with _IDLE_LOCK:

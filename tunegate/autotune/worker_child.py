@@ -20,7 +20,7 @@ from . import steering, trace
 from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
 
-__all__ = ["NotReady", "Preload", "Ready", "child_main", "classify", "ready"]
+__all__ = ["NotReady", "Preload", "Ready", "child_main", "classify", "die_with_parent", "ready"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
 _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
@@ -116,7 +116,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """On Linux, have the kernel kill this process when its parent dies (even by SIGKILL):
     the tuning process, or the fork server, which ends with it. The kernel means the parent
     thread: a process spawned from a thread dies as that thread ends."""
@@ -203,7 +203,7 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
     task), then answer requests until the parent closes the pipe. The task is taken out of
     `first`, which multiprocessing keeps for the process's whole life: an unloaded task must
     leave nothing behind, above all not the caller's GPU memory, shared (CUDA IPC)."""
-    _die_with_parent()
+    die_with_parent()
     if not _alive(parent):
         return  # the parent died before the line above took effect
     os.environ.clear()  # the parent's environment, also when forked from a server started
