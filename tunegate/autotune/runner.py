@@ -363,14 +363,13 @@ class Runner:
         launch; for a draw's first launch, those that differ from the pristine draw (so its
         inputs left as they were are known; what every launch rewrites is not asked). Read
         back with one synchronisation."""
-        pending = [(d, n, bits_differ(t, (first if first is not None else pristine)[n]))
-                   for d, (out, first, pristine) in enumerate(zip(outputs, firsts, pristines))
-                   for n, t in out.items() if first is not None or n not in self._rewritten]
-        flags = torch.stack([f for _, _, f in pending]).tolist() if pending else []
         changed: list[set[str]] = [set() for _ in outputs]
-        for (d, n, _), flag in zip(pending, flags):
-            if flag:
-                changed[d].add(n)
+        for d, n in _differing([((d, n), t, (first if first is not None else pristine)[n])
+                                for d, (out, first, pristine)
+                                in enumerate(zip(outputs, firsts, pristines))
+                                for n, t in out.items()
+                                if first is not None or n not in self._rewritten]):
+            changed[d].add(n)
         return changed
 
     def _kept_after_first(self, compared: dict[str, torch.Tensor], changed: set[str]
@@ -383,15 +382,13 @@ class Runner:
                       kept: list[frozenset[str]]) -> list[tuple[int, Mismatch]]:
         """Per draw, the first kept input a launch wrote (never restored, it still holds what
         was written), as the mismatch it is; read back with one synchronisation."""
-        pending = [(d, n, bits_differ(work[n], pristine[n]))
-                   for d, (pristine, _, work) in enumerate(draws) for n in sorted(kept[d])]
-        flags = torch.stack([f for _, _, f in pending]).tolist() if pending else []
         found: dict[int, Mismatch] = {}
-        for (d, n, _), flag in zip(pending, flags):
-            if flag and d not in found:
-                bad = self._first_mismatch({n: draws[d][2][n]}, draws[d][1])
-                if bad is not None:
-                    found[d] = bad
+        for d, n in _differing([((d, n), work[n], pristine[n])
+                                for d, (pristine, _, work) in enumerate(draws)
+                                for n in sorted(kept[d])]):
+            bad = None if d in found else self._first_mismatch({n: draws[d][2][n]}, draws[d][1])
+            if bad is not None:
+                found[d] = bad
         return sorted(found.items())
 
     @cached_property
@@ -448,3 +445,9 @@ class Runner:
         grid = self.task.grid(meta) if callable(self.task.grid) else self.task.grid
         self.task.kernel.warmup(**args, **kernel_kwargs, **options, grid=grid)
 
+
+def _differing(pairs: list[tuple[Any, torch.Tensor, torch.Tensor]]) -> list[Any]:
+    """The keys of the pairs whose two tensors differ in any bit, read back with one
+    synchronisation however many pairs there are."""
+    flags = torch.stack([bits_differ(a, b) for _, a, b in pairs]).tolist() if pairs else []
+    return [key for (key, _, _), flag in zip(pairs, flags) if flag]
