@@ -26,8 +26,19 @@ from tunegate.space.space import Config
 start_server(here=True)
 assert compile_server.start(COMPILE_ENV) is None
 server = compile_server._STATE.server._forkserver_pid
-if sys.argv[2] == "gone":  # killed (a crash, say): what is sent to it is dropped
+mode = sys.argv[2]
+if mode == "gone":  # killed (a crash, say): what is sent to it is dropped
     compile_server._STATE.server.end()
+if mode == "spoiled":  # an import starts a thread: it forks no more
+    compile_server.preload(["tests.kernels.thread_import"])
+    deadline = time.monotonic() + 60
+    trace = os.environ["TUNEGATE_TRACE"]
+    while not os.path.exists(trace) or "ends its service" not in open(trace).read():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+if mode == "stuck":  # an import that never ends: taken for stuck
+    compile_server.FORK_WAIT_S = 2
+    compile_server.preload(["tests.kernels.slow_import"])
 compile_server.preload(["tests.kernels.marked_copy"])
 ref = TaskRef(sys.argv[1], "TASK_WITH_REFERENCE", module="tests.kernels.marked_copy")
 workers = [Worker(ref, seed=0, baseline_json=None, env=dict(COMPILE_ENV)) for _ in range(3)]
@@ -38,7 +49,7 @@ for w in workers:
 config = Config(values={"BLOCK": 32, "STAGES": 1})
 replies = [w.request(Compile(config, "cuda:90:32", None), timeout=120) for w in workers]
 parents = [int(open(f"/proc/{w.pid}/stat").read().rsplit(")", 1)[1].split()[1]) for w in workers]
-print(json.dumps({"server": server, "parents": parents,
+print(json.dumps({"server": server, "parents": parents, "running": compile_server.running(),
                   "compiled": [r.status for r in replies], "errors": [r.error for r in replies],
                   "importers": [int(p) for p in open(os.environ["IMPORT_MARKER_FILE"]).read().split()]}))
 for w in workers:
@@ -46,10 +57,11 @@ for w in workers:
 """
 
 
-def _run(tmp_path, mode: str) -> dict:
+def _run(tmp_path, mode: str, **more: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(IMPORT_MARKER_FILE=str(tmp_path / "importers"),
-               TRITON_CACHE_DIR=str(tmp_path / "cache"))
+               TRITON_CACHE_DIR=str(tmp_path / "cache"), TUNEGATE_TRACE=str(tmp_path / "trace"),
+               **more)
     done = subprocess.run([sys.executable, "-c", PROGRAM, str(KERNELS / "marked_copy.py"), mode],
                           capture_output=True, text=True, timeout=300, env=env,
                           cwd=KERNELS.parent.parent)
@@ -66,11 +78,17 @@ def test_compile_workers_fork_from_the_server_with_its_imports(tmp_path):
     assert info["importers"] == [info["server"]]
 
 
-def test_compile_workers_come_from_the_worker_server_once_the_compile_server_is_gone(tmp_path):
-    info = _run(tmp_path, "gone")
+@pytest.mark.parametrize("mode", ["gone", "spoiled", "stuck"])
+def test_compile_workers_come_from_the_worker_server_once_the_compile_server_cannot_fork(
+        tmp_path, mode):
+    """Killed; an import started a thread in it (a child forked then may hang on a lock that
+    thread held); stuck in an import for longer than a fork may wait."""
+    started = time.monotonic()
+    info = _run(tmp_path, mode, SLOW_IMPORT_S="3600")
     assert info["compiled"] == ["ok"] * 3, info["errors"]
-    assert info["server"] not in info["parents"]
+    assert info["server"] not in info["parents"] and not info["running"]
     assert len(info["importers"]) == 3 and info["server"] not in info["importers"]
+    assert time.monotonic() - started < 120
 
 
 CAPPED = """

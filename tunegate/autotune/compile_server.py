@@ -10,6 +10,12 @@ tunings lost 20 s so. This server imports each module once, between the forks it
 as the spare run worker is sent it (`warm.preload`, `mirror`). It makes no CUDA call and
 sees no GPU, so a library that asks for devices as it imports cannot spoil it; where an
 import fails, the worker's own import of the task reports it.
+
+A process is safe to fork from only while it has one thread and no GPU driver (a child forked
+from it may hang on a lock another thread held, or fail its driver calls). An import that
+starts a thread or initialises the driver therefore ends the server's service (`_spoiled`), and
+so does a server that has not forked a worker within `FORK_WAIT_S` (stuck in an import):
+compile workers come from the worker server again, importing the library themselves.
 """
 
 from __future__ import annotations
@@ -19,20 +25,28 @@ import os
 import pickle
 import selectors
 import signal
+import socket
 import struct
 import sys
 import tempfile
 import threading
 from contextlib import contextmanager
 from multiprocessing import forkserver, resource_tracker, util
+from multiprocessing.process import BaseProcess
 from typing import Iterator, Mapping, Sequence
 
 from . import trace
 from .worker_child import Preload, die_with_parent
 
-__all__ = ["forking", "preload", "running", "start", "stop"]
+__all__ = ["FORK_WAIT_S", "forking", "preload", "running", "start", "start_process", "stop"]
 
 _FRAME = struct.Struct("!I")  # each preload is its pickled length, then the pickle
+# How long a compile worker's start may wait for the server (busy importing a library) before
+# the server is taken for stuck and stopped: a library's import took 6 s there on an H100 host.
+FORK_WAIT_S = 45.0
+# The server's own environment, besides a compile worker's: torch answers whether a GPU is
+# there from NVML, without initialising the CUDA driver (which would spoil the server).
+_SERVER_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 
 
 class _Gone(RuntimeError):
@@ -122,8 +136,11 @@ def start(env: Mapping[str, str]) -> str | None:
         def in_the_server() -> None:
             die_with_parent()  # a library's import that never ends must not outlive us
             os.close(to_server)
-            os.environ.update(env)
-            output = os.open(log, os.O_WRONLY | os.O_APPEND)
+            os.environ.update({**env, **_SERVER_ENV})
+            try:
+                output = os.open(log, os.O_WRONLY | os.O_APPEND)
+            except FileNotFoundError:  # the program has ended already, removing it
+                output = os.open(os.devnull, os.O_WRONLY)
             os.dup2(output, 1)  # what a library prints as it imports (a warning that it sees
             os.dup2(output, 2)  # no GPU, say) is not the program's output
             os.close(output)
@@ -182,15 +199,50 @@ def forking() -> Iterator[bool]:
         _FORKING.on = False
 
 
+def start_process(process: BaseProcess) -> None:
+    """Start `process` (a compile worker) forked from the compile server where it serves;
+    from the worker server where it does not, or stops as it is asked (it ended its service,
+    or was stuck for `FORK_WAIT_S` and is stopped)."""
+    with forking() as forked:
+        if not forked:
+            process.start()
+            return
+        stuck = threading.Timer(FORK_WAIT_S, _stuck)
+        stuck.daemon = True
+        stuck.start()
+        try:
+            process.start()
+            return
+        except (OSError, EOFError):  # it closed its socket, or died, as it was asked
+            _end_service()
+        finally:
+            stuck.cancel()
+    process.start()  # multiprocessing allows it: the failed start left no process behind
+
+
+def _stuck() -> None:
+    """A fork has waited `FORK_WAIT_S` for the server: stop it (the waiting start then fails
+    and is made again from the worker server)."""
+    trace.event("compile server stuck", waited=FORK_WAIT_S)
+    stop()
+
+
+def _end_service() -> None:
+    server = _STATE.server
+    if server is not None:
+        server.gone = True
+
+
 def _connect(fds: list[int]) -> tuple[int, int]:
     """multiprocessing's request for a new process, sent to the compile server for a thread
-    within `forking` (to the worker server where the compile server has ended)."""
+    within `forking` (to the worker server where the compile server has ended or no longer
+    serves: it closed its socket, see `_import_between_forks`)."""
     server = _STATE.server
     if getattr(_FORKING, "on", False) and server is not None:
         try:
             return server.connect_to_new_process(fds)
-        except _Gone:
-            pass
+        except (_Gone, OSError):
+            _end_service()
     return _FROM_WORKER_SERVER(fds)
 
 
@@ -228,7 +280,8 @@ def _flush() -> None:
 def _import_between_forks(from_program: int) -> None:
     """In the server: have multiprocessing's fork-server loop also watch the preload pipe and
     import what arrives there, between requests for workers (one thread: a fork never meets
-    an import half done)."""
+    an import half done). Once an import spoils this process for forking, it closes its
+    socket: it forks nothing more, and ends with the program as before."""
     os.set_blocking(from_program, False)
     frames = _Frames(from_program)
     base = selectors.DefaultSelector
@@ -242,12 +295,43 @@ def _import_between_forks(from_program: int) -> None:
             while True:
                 ready = super().select(timeout)
                 others = [(key, events) for key, events in ready if key.fd != from_program]
-                if len(others) < len(ready) and not frames.take():
-                    self.unregister(from_program)  # the program is gone, or stopped us
+                if len(others) < len(ready):
+                    if not frames.take():
+                        self.unregister(from_program)  # the program is gone, or stopped us
+                    elif (why := _spoiled()) is not None:
+                        self._end_service(why)
+                        others = [(key, events) for key, events in others
+                                  if key.fd in self.get_map()]
                 if others or timeout is not None:
                     return others
 
+        def _end_service(self, why: str) -> None:
+            trace.event("compile server ends its service", why=why)
+            print(f"tunegate: the compile server forks no more workers: {why}",
+                  file=sys.stderr, flush=True)
+            self.unregister(from_program)
+            for key in list(self.get_map().values()):
+                if isinstance(key.fileobj, socket.socket):  # the socket it is asked on
+                    self.unregister(key.fileobj)
+                    key.fileobj.close()
+
     selectors.DefaultSelector = ImportingSelector
+
+
+def _spoiled() -> str | None:
+    """Why this process may no longer fork workers: an import started a thread, or
+    initialised the GPU driver."""
+    from .server_fork import gpu_driver_initialised
+
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        threads = 1
+    if threads > 1:
+        return f"an import started {threads - 1} thread(s)"
+    if gpu_driver_initialised():
+        return "an import initialised the GPU driver"
+    return None
 
 
 class _Frames:

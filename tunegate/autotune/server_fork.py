@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from multiprocessing import forkserver, resource_tracker, util
 from typing import Callable, Iterator, Sequence
 
-__all__ = ["fork_a_server", "forkable", "fork_server"]
+__all__ = ["fork_a_server", "forkable", "fork_server", "gpu_driver_initialised"]
 
 _FORKSERVER_MAIN = "multiprocessing.forkserver import main"
 
@@ -31,12 +31,12 @@ def forkable() -> str | None:
         return "not Linux"
     if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
         return "other Python threads are running"
-    if _gpu_driver_initialised():
+    if gpu_driver_initialised():
         return "this process has initialised the GPU driver, which a forked process cannot use"
     return None
 
 
-def _gpu_driver_initialised() -> bool:
+def gpu_driver_initialised() -> bool:
     """Whether this process has initialised the CUDA driver (cuInit): a forked child's CUDA
     calls then fail ('initialization error'). Importing torch maps libcuda without
     initialising it; the driver answers CUDA_ERROR_NOT_INITIALIZED to any call before cuInit,

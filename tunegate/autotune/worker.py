@@ -192,14 +192,17 @@ class Worker:
             child, first, os.getpid(), self._stderr.name, environ))
         _STARTING_WORKER.on = True
         try:
-            if self.env.get(COMPILE_ONLY) == "1":
-                with compile_server.forking():  # with the program's libraries, where it runs
-                    self._proc.start()
+            if self.env.get(COMPILE_ONLY) == "1":  # with the program's libraries, where it can
+                compile_server.start_process(self._proc)
             else:
                 self._proc.start()
+        except BaseException:
+            self._conn.close()
+            self._conn = self._proc = None
+            raise
         finally:
             _STARTING_WORKER.on = False
-        child.close()
+            child.close()
         self._pending = self.setup is not None  # a spare answers nothing until its first task
 
     def retask(self, setup: Setup) -> None:
