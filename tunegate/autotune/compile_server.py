@@ -43,7 +43,7 @@ __all__ = ["FORK_WAIT_S", "forking", "preload", "running", "start", "start_proce
 _FRAME = struct.Struct("!I")  # each preload is its pickled length, then the pickle
 # How long a compile worker's start may wait for the server (busy importing a library) before
 # the server is taken for stuck and stopped: a library's import took 6 s there on an H100 host.
-FORK_WAIT_S = 45.0
+FORK_WAIT_S = 20.0
 # The server's own environment, besides a compile worker's: torch answers whether a GPU is
 # there from NVML, without initialising the CUDA driver (which would spoil the server).
 _SERVER_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
