@@ -8,7 +8,7 @@
 # PER_FILE cases of each test file run (default 2; PER_FILE_fla / PER_FILE_liger for one); DIRS picks the libraries (default "fla liger");
 # LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150");
 # LIMITS_fla / LIMITS_liger override it for one library.
-# RUNS picks the runs (default "stock tunegate1 tunegate2"); with IDS_GIVEN=1 the case lists
+# RUNS picks the runs (default "stock tunegate1 tunegate2"; RUNS_fla / RUNS_liger for one); with IDS_GIVEN=1 the case lists
 # ids_fla.txt / ids_liger.txt already in peer/ are used as they are (no collection).
 # Each run starts on an empty Triton cache of its own (cold, as a first run is), except the second
 # tunegate run, which finds the first one's (as a second run of a suite does). A run over its
@@ -39,7 +39,8 @@ run() { # name dir timeout cache command...
 for d in $DIRS; do
   limits_var=LIMITS_$d
   read -r STOCK_S FIRST_S SECOND_S <<< "${!limits_var:-${LIMITS:-200 300 150}}"
-  for r in ${RUNS:-stock tunegate1 tunegate2}; do
+  runs_var=RUNS_$d
+  for r in ${!runs_var:-${RUNS:-stock tunegate1 tunegate2}}; do
     case $r in
       stock) run stock $d $STOCK_S stock python3 -m pytest ;;
       tunegate1) run tunegate1 $d $FIRST_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate1-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
