@@ -87,6 +87,19 @@ def tuning_outcome(history: list[dict[str, Any]] | None) -> dict[str, Any] | Non
             "problem": h["problem"], "summary": h["summary"], "evidence": h.get("evidence")}
 
 
+def _evidence_lines(evidence: dict[str, Any] | None, indent: str) -> list[str]:
+    """A reason's evidence, a line a field, for people: draws counted from 1 as its summary
+    counts them (`--json` keeps them from 0), fields not measured (None) left out."""
+    lines = []
+    for k, v in (evidence or {}).items():
+        if v is None:
+            continue
+        if k == "draw" and isinstance(v, int):
+            v += 1
+        lines.append(f"{indent}{k}: {v}")
+    return lines
+
+
 def layers_in_brief(report: LayerReport) -> list[str]:
     """The layers that applied in one line, and a line for each rule a higher layer weakened or
     switched off: what `tune` and `explain` print so a stray policy file never goes unseen."""
@@ -114,8 +127,7 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
     out = [f"config   {config_text}", f"verdict  {headline}"]
     if outcome is not None:
         out.append(f"         problem {outcome['problem']}: {outcome['summary']}")
-        for k, v in (outcome["evidence"] or {}).items():
-            out.append(f"         {k}: {v}")
+        out += _evidence_lines(outcome["evidence"], "         ")
     out += [
         f"env      {env_line}",
         f"kernel   {kernel or 'none given: kernel traits are unknown'}",
@@ -161,8 +173,7 @@ def explanation(verdict: Verdict, config_text: str, env: Environment, kernel: st
                 stale += (f"  checked: {h['checked_launches']} launches on "
                           f"{h['checked_draws']} draws")
             out.append(f"  {h['when']}  problem {h['problem']}: {h['summary']}{stale}")
-            for k, v in (h.get("evidence") or {}).items():
-                out.append(f"      {k}: {v}")
+            out += _evidence_lines(h.get("evidence"), "      ")
     out += [f"note: {n}" for n in verdict.notes]
     if layers is not None:
         out += [""] + layers_in_brief(layers)

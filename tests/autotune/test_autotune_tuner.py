@@ -152,6 +152,9 @@ def test_tune_cli_summary_and_explain_history(tmp_path):
     assert "split-k-atomics" in explain.stdout and "rtol 0.0001" in explain.stdout
     assert "Recorded history" in explain.stdout and "wrong output" in explain.stdout
     assert "first_index: [0, 0]" in explain.stdout
+    # the evidence counts draws as its summary does, and leaves out what was not measured
+    assert "on input draw 1" in explain.stdout and "      draw: 1" in explain.stdout
+    assert ": None" not in explain.stdout
     # which unsplit config is fastest is up to interpreter timing noise: explain the winner
     winner = next(line for line in result.stdout.splitlines() if line.startswith("best config"))
     winner = winner.removeprefix("best config").strip()
