@@ -1,9 +1,10 @@
 # Steps for benchmarks/gpu_session.sh (EXTRA_STEPS=benchmarks/steps_compile_server.sh): where the
 # compile workers of the Liger and fla subsets come from and where anything waits (both under
-# `tunegate run` side by side for DIAG_LIMIT_S (55) s, every process's stacks taken DIAG_DELAY_S (35) s in: diag_stuck.sh, with a py-spy
-# wheel from peer/diag/), then the library steps LIBRARY_STEPS picks (steps_libraries.sh),
-# without the compile server (TUNEGATE_COMPILE_SERVER=0) where the first step found it stuck or
-# found tunings without compile workers.
+# `tunegate run` side by side for DIAG_LIMIT_S (55) s, every process's stacks taken DIAG_DELAY_S
+# (35) s in: diag_stuck.sh, with a py-spy wheel from peer/diag/), then the library steps
+# LIBRARY_STEPS picks (steps_libraries.sh), without the compile server
+# (TUNEGATE_COMPILE_SERVER=0) where the first step found it stuck or found tunings without
+# compile workers.
 step diag_libraries $(( ${DIAG_LIMIT_S:-55} + 20 )) env OUT="$WORK/results/diag" DELAY_S=${DIAG_DELAY_S:-35} LIMIT_S=${DIAG_LIMIT_S:-55} \
     PYSPY_WHEEL="$(ls peer/diag/*.whl 2>/dev/null | head -1)" \
     bash benchmarks/diag_stuck.sh "OUT=$WORK/results/diag bash benchmarks/diag_libraries.sh"
