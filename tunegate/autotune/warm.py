@@ -14,8 +14,8 @@ spare run worker and the compile server ahead of its first tuning (`preload`), a
 library built on torch or Triton that the program imports, as it imports it (`mirror`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
-command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0; no compile server
-with TUNEGATE_COMPILE_SERVER=0.
+command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0; a compile server
+only with TUNEGATE_COMPILE_SERVER=1.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
         try:
             with trace.span("server forked here"):
                 start_server(here=True)
-            # Compile workers under the interpreter are spawned; with TUNEGATE_COMPILE_SERVER=0
-            # they come from the worker server.
+            # Only with TUNEGATE_COMPILE_SERVER=1: on an H100 host Liger-Kernel's import started
+            # threads in it and fla's left it stuck, so it forked no compile worker for either.
+            # Compile workers under the interpreter are spawned.
             if os.environ.get("TRITON_INTERPRET") != "1" and \
-                    os.environ.get("TUNEGATE_COMPILE_SERVER") != "0":
+                    os.environ.get("TUNEGATE_COMPILE_SERVER") == "1":
                 from . import compile_server
                 from .pool import COMPILE_ENV
 
