@@ -7,9 +7,9 @@ them their task. At a program's first tuning, fifteen of them importing Liger-Ke
 transformers) side by side took 14-17 s each on an H100 host, and the run worker compiled
 every config itself meanwhile: a 12 s tuning where later ones took 2 s; fla's first two
 tunings lost 20 s so. This server imports each module once, between the forks it serves,
-as the spare run worker is sent it (`warm.preload`, `mirror`). It makes no CUDA call and
-sees no GPU, so a library that asks for devices as it imports cannot spoil it; where an
-import fails, the worker's own import of the task reports it.
+as the spare run worker is sent it (`warm.preload`, `mirror`); where an import fails, the
+worker's own import of the task reports it. It starts only with TUNEGATE_COMPILE_SERVER=1
+(`warm`): on an H100 host Liger-Kernel's import started threads in it and fla's left it stuck.
 
 A process is safe to fork from only while it has one thread and no GPU driver (a child forked
 from it may hang on a lock another thread held, or fail its driver calls). An import that
