@@ -2,8 +2,8 @@
 <= 5% of tuning time).
 
 A tuning's checks are: the compare of each timed config's output (after its short timing and
-after each re-timing of a contender), the second draw (two launches, two compares), and the
-winner's stress check (200 launches over 12 fresh draws, each launch restored, poisoned and
+after each re-timing of a contender), an experimental config's quick check on a second draw
+(two launches, two compares: `second_draw_check_s`), and the winner's stress check (200 launches over 12 fresh draws, each launch restored, poisoned and
 compared bit for bit with its draw's first). Each part is timed here on a GPU with the list's
 first config, the median of `--repeat` runs, and the stress check once more under cProfile.
 

@@ -34,7 +34,23 @@ def test_a_fast_config_wrong_in_one_of_seven_launches_is_never_returned(tmp_path
     # within tolerance every time, but not repeatable: a kernel without atomics must be
     assert noisy.status == "wrong" and noisy.reason.evidence["wrong"] == 0
     assert "launches differ bit for bit" in noisy.reason.summary
-    assert by_mode[0].status == "ok" and by_mode[0].checked().startswith("stress-checked: 19")
+    # its timing's output on draw 1, then 16 stress launches over 4 fresh draws
+    assert by_mode[0].status == "ok"
+    assert by_mode[0].checked() == "stress-checked: 17 launches on 5 draws"
+
+
+def test_a_fastest_config_right_only_on_the_timing_draw_is_never_returned(tmp_path):
+    """Each config's timing is checked on draw 1 only; the winner's stress check (fresh draws)
+    is what finds a bug that shows on other inputs, and the next config wins."""
+    from tests.kernels import trust
+
+    assert float(trust.make_inputs(0, "cpu")["x_ptr"][0]) < 0  # the timing draw hides the bug
+    result = tuner("INPUT_DEPENDENT", tmp_path).run()
+    by_mode = {t.config["MODE"]: t for t in result.trials}
+    assert result.best == {"MODE": 0}
+    assert by_mode[1].status == "wrong" and by_mode[1].stressed
+    assert by_mode[1].reason.summary.startswith("stress check: wrong in ")
+    assert by_mode[0].status == "ok" and by_mode[0].stressed
 
 
 def test_a_short_tunings_winner_gets_the_minimum_and_extra_launches_for_two_percent_of_it():

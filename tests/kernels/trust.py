@@ -1,5 +1,5 @@
-"""Kernels for the trust tests: an intermittently wrong and a non-repeatable config that are
-fastest by design, an in-place kernel, split-K into a zeroed output, a wrong baseline."""
+"""Kernels for the trust tests: an intermittently wrong, an input-dependent and a non-repeatable
+config that are fastest by design, an in-place kernel, split-K into a zeroed output, a wrong baseline."""
 
 import time
 from collections import Counter
@@ -56,6 +56,20 @@ INTERMITTENT = Task(
     space=Space(parameters={"MODE": Parameter(domain=Choice(choices=(0, 1, 2), default=0))}),
     grid=(1,), launch=launch_modes, make_inputs=make_inputs, outputs=("y_ptr",),
     reference=reference)
+
+def launch_sign_bug(args, config):
+    """MODE 0: right and slow. MODE 1: fastest, and wrong on every input whose first element is
+    positive (draw 0's is negative: its timing's output is right)."""
+    mode = config.values["MODE"]
+    time.sleep(0.05 if mode == 0 else 0.0)
+    double[(1,)](args["x_ptr"], args["y_ptr"], args["n"], BLOCK=256, VARIANT=1)
+    if mode == 1 and float(args["x_ptr"][0]) > 0:
+        args["y_ptr"][0] += 1.0
+
+
+INPUT_DEPENDENT = INTERMITTENT.model_copy(update={
+    "name": "input_dependent", "launch": launch_sign_bug,
+    "space": Space(parameters={"MODE": Parameter(domain=Choice(choices=(0, 1), default=0))})})
 
 WRONG_BASELINE = Task(
     name="wrong_baseline", kernel=double,
