@@ -10,7 +10,6 @@ import time
 import pytest
 
 from tests.conftest import KERNELS
-from tunegate.autotune import trace
 from tunegate.autotune.pool import COMPILE_ENV, WorkerPool, close_idle_workers, idle_workers
 from tunegate.autotune.precompile import TaskCompiler
 from tunegate.autotune.worker import TaskRef
@@ -120,47 +119,6 @@ def test_a_tuning_never_waits_for_compile_workers_still_loading_the_task(tmp_pat
         assert time.monotonic() < deadline, "the loading compile workers were not kept"
         time.sleep(0.2)
     close_idle_workers()
-
-
-def test_configs_compiled_ahead_compile_while_the_run_worker_starts(tmp_path, monkeypatch):
-    """`compile_ahead` before the run worker is ready (a tuning's first second on a GPU):
-    every config is compiled by the time it is, and the search's stream reads those answers
-    instead of asking again."""
-    close_idle_workers()
-    events = tmp_path / "trace.jsonl"
-    monkeypatch.setenv(trace.ENV, str(events))
-    monkeypatch.setenv("SLOW_INPUTS_S", "6")
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    pool = WorkerPool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_SLOW_RUN_WORKER"),
-                      seed=0, baseline_json=None, compilers=2, deterministic=True,
-                      precompile=True)
-    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
-    try:
-        pool.launch()
-        pool.compile_ahead(configs, timeout=120, target="cuda:90:32")
-        pool.start()
-        ready = time.time()
-        replies = dict(pool.compile_stream(configs[1:], timeout=120, target="cuda:90:32"))
-    finally:
-        pool.close()
-        close_idle_workers()
-    assert {c: r.status for c, r in replies.items()} == {c: "ok" for c in configs[1:]}
-    compiled = [e["t"] for e in trace.read(str(events)) if e["event"] == "Compile"]
-    assert len(compiled) == len(configs)  # each asked once
-    assert max(compiled) < ready
-
-
-def test_a_batch_beyond_what_was_compiled_ahead_gets_a_stream_of_its_own(compiling_pool):
-    pool = compiling_pool
-    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
-    pool.compile_ahead(configs[:2], timeout=120, target="cuda:90:32")
-    replies = dict(pool.compile_stream(configs, timeout=120, target="cuda:90:32"))
-    assert {c: r.status for c, r in replies.items()} == {c: "ok" for c in configs}
-    assert all(w.idle() for w in pool.compilers)  # the first stream's answers were all read
-    pool.compile_ahead(configs, timeout=120, target="cuda:80:32")  # another GPU's target
-    replies = dict(pool.compile_stream(configs[:1], timeout=120, target="cuda:90:32"))
-    assert {c: r.status for c, r in replies.items()} == {configs[0]: "ok"}
-    assert all(w.idle() for w in pool.compilers)
 
 
 def test_a_task_that_launches_itself_is_refused_with_a_reason():

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Hashable, Iterator, Sequence
@@ -22,9 +24,8 @@ from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
 from . import compile_server, steering, trace
-from .compile_stream import CompileStream
 from .local import LocalWorker
-from .messages import Reply
+from .messages import Compile, Reply
 from .warm import wait_for_spares
 from .worker import Setup, TaskRef, Worker, WorkerSetupError, file_stamp
 
@@ -33,6 +34,9 @@ __all__ = ["COMPILE_ENV", "WorkerPool", "close_idle_workers", "idle_workers", "c
 
 # A compile worker's environment: it sees no GPU and compiles for the run worker's target.
 COMPILE_ENV = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""}
+# How long the compile stream waits for a compile worker still loading the task before it
+# hands the run worker a config to compile itself.
+_COMPILER_GRACE_S = 0.05
 
 # Live workers not in use, by (variables read at start, role); spares arrive from another
 # thread.
@@ -220,7 +224,6 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closed = False
         self.reused = 0  # workers taken over from an earlier pool
-        self._ahead: CompileStream | None = None  # see `compile_ahead`
 
     @property
     def run(self) -> Worker | LocalWorker:
@@ -368,42 +371,73 @@ class WorkerPool:
             self.notes.append(note)
         worker.close()
 
-    def compile_ahead(self, configs: list[Config], timeout: float, target: str) -> None:
-        """Start compiling `configs` for `target` now, while the run workers still start (no
-        specialisation of theirs yet: compile workers make their own inputs); the search's
-        `compile_stream` of those configs reads these answers instead of asking again."""
-        if self.compilers and configs:
-            self._ahead = CompileStream(self.compilers, self._loaded, configs, timeout, target,
-                                        None)
-
     def compile_stream(self, configs: list[Config], timeout: float, target: str | None = None
                        ) -> Iterator[tuple[Config, Reply | None]]:
         """Compile `configs` in parallel (for `target`, in compile workers without a GPU,
-        specialised on the run worker's draw 0), each config with its reply as soon as it is
-        compiled, so that timing starts on the first while the others compile (see
-        `CompileStream`); the answers of a `compile_ahead` of them where there is one. Without
-        compile workers, none. Closed early, it waits for the compiles in flight."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead.target == target and set(configs) <= ahead.configs:
-            stream = ahead
-        else:
-            if ahead is not None:
-                ahead.close()
-            if not self.compilers:
-                return
-            specs = self.runs[0].arg_specs if self.runs else None
-            stream = CompileStream(self.compilers, self._loaded, configs, timeout, target, specs)
+        specialised on the run worker's draw 0), each worker taking the next config once it
+        has loaded the task and whenever it is free; each config with its reply as soon as it
+        is compiled, so that timing starts on the first while the others compile. While no
+        compile worker has loaded the task, a config comes with no reply, for the run worker
+        to compile at its first launch: it never waits for them. Without compile workers,
+        none. Closed early, it waits for the compiles in flight (a worker must not be handed
+        on with an answer unread)."""
+        if not self.compilers:
+            return
+        todo = deque(configs)
+        lock = threading.Lock()
+        done: queue.SimpleQueue[tuple[Config, Reply] | None] = queue.SimpleQueue()
+        ready = threading.Event()  # a compile worker has loaded the task
+        stop = threading.Event()
+        specs = self.runs[0].arg_specs if self.runs else None
+
+        def take() -> Config | None:
+            with lock:
+                return todo.popleft() if todo else None
+
+        def serve(worker: Worker | LocalWorker) -> None:
+            try:
+                loaded = self._loaded.get(worker)
+                while loaded is not None and not loaded.wait(_COMPILER_GRACE_S):
+                    if stop.is_set():
+                        return
+                if not worker.alive():  # dropped: it could not load the task
+                    return
+                ready.set()
+                while not stop.is_set() and (config := take()) is not None:
+                    done.put((config, worker.request(Compile(config, target, specs), timeout)))
+            finally:
+                done.put(None)
+
+        pool = ThreadPoolExecutor(max_workers=len(self.compilers))
+        for worker in self.compilers:
+            pool.submit(serve, worker)
+        ended = 0
         try:
-            yield from stream.replies(configs)
+            while ended < len(self.compilers):
+                wait = None if ready.is_set() or not todo else _COMPILER_GRACE_S
+                try:
+                    item = done.get(timeout=wait)
+                except queue.Empty:  # none has loaded the task yet: the run worker takes one
+                    config = take()
+                    if config is not None:
+                        yield config, None
+                    if not todo:  # the rest are in flight, or were all taken here
+                        stop.set()
+                    continue
+                if item is None:
+                    ended += 1
+                else:
+                    yield item
+            while (config := take()) is not None:  # every compile worker was dropped
+                yield config, None
         finally:
+            stop.set()
+            pool.shutdown(wait=True)  # the compiles in flight end before the stream is left
             self.compilers = [w for w in self.compilers if w.alive()]
 
     def close(self) -> None:
         """Keep the live, idle workers for the next pool of this process; stop the rest. A
         compile worker still loading the task is kept by its loading thread once loaded."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:  # its compiles in flight end first
-            ahead.close()
         with self._lock:
             self._closed = True
             loading = {w for w, loaded in self._loaded.items() if not loaded.is_set()}

@@ -19,7 +19,6 @@ from ..policy import Environment, KernelTraits, Policy, Region, detect_environme
 from ..policy.verdict import match_rule
 from ..space.space import Config
 from .baseline import allowed_baseline, alternatives, baseline_config, outvoted
-from .device import device_facts
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
@@ -30,7 +29,6 @@ from .results import Budget, TuneError, TuneResult
 from .reuse import PROCESS_RECHECKED, Rechecked, check_here, in_process_runner, stored_best
 from .schedule import Sizing
 from .search import Search
-from .strategies import whole_first_batch
 from .store import Best, Store, TrialKey, open_store
 from .stress import StressCheck
 from .task import Task
@@ -292,8 +290,6 @@ class Tuner:
             if first_only and self.reusable:
                 pool.start_first()
             else:
-                pool.launch()
-                self._compile_ahead(pool)
                 pool.start()
         except WorkerSetupError:
             raise  # the pool closed itself (WorkerPool._wait)
@@ -301,18 +297,6 @@ class Tuner:
             pool.close()
             raise
         return pool
-
-    def _compile_ahead(self, pool: WorkerPool) -> None:
-        """The configs the search will compile first (a list it takes whole), sent to the
-        compile workers for this process's GPU before the run workers are ready: they compile
-        while a run worker starts (0.8 s of a 16-config softmax's 2.2 s tuning on an H100)."""
-        if not pool.compilers:
-            return
-        configs = whole_first_batch(self.strategy_name, self.region, self.task.configs,
-                                    budget=self.budget.configs)
-        facts = device_facts() if configs else None
-        if configs and facts is not None:
-            pool.compile_ahead(configs, self.sizing.timeout, facts[0])
 
     def _evaluator(self, worker: Worker) -> Evaluator:
         return Evaluator(worker, draws=self.draws, stress=self.stress,
