@@ -36,3 +36,20 @@ def test_smoke_run_of_an_anchor_list_and_its_report(tmp_path):
     assert "| 2 (0) |" in row and "right" in row
     assert "check share" in report.stdout and "smoke run" in report.stdout
     assert "**softmax_8192**" in report.stdout  # the goals of issue 10 are judged
+
+
+def test_tunings_in_turns_a_tree_against_stock(tmp_path):
+    """benchmarks/ab_tune.py at toy size: stock (skipped here: no GPU) and a tunegate run from
+    a tree, each in its own cold process, and a table of medians."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    run = subprocess.run([sys.executable, "benchmarks/ab_tune.py", "--list", "softmax_8192",
+                          "--smoke", "--rounds", "1", "--trees", ".", "--json",
+                          str(tmp_path / "ab.json")],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    runs = json.loads((tmp_path / "ab.json").read_text())["runs"]
+    assert list(runs) == [f"stock {ROOT}", f"tunegate {ROOT}"]
+    assert "interpreter" in runs[f"stock {ROOT}"][0]["failed"]
+    tuned = runs[f"tunegate {ROOT}"][0]
+    assert tuned["wall_s"] > 0 and tuned["check_seconds"] > 0 and tuned["best"]
+    assert f"| tunegate {ROOT} | 1 |" in run.stdout
