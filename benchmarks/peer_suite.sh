@@ -8,7 +8,10 @@
 # PER_FILE cases of each test file run (default 2; PER_FILE_fla / PER_FILE_liger for one); DIRS picks the libraries (default "fla liger");
 # LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150");
 # LIMITS_fla / LIMITS_liger override it for one library.
-# RUNS picks the runs (default "stock tunegate1 tunegate2"; RUNS_fla / RUNS_liger for one); with IDS_GIVEN=1 the case lists
+# RUNS picks the runs (default "stock tunegate1 tunegate2"; RUNS_fla / RUNS_liger for one); base1
+# is a cold `tunegate run` of the tunegate tree in BASE_TREE (a folder holding an earlier commit's
+# `tunegate/`, e.g. from `git archive`), with a store of its own: a change against the code before
+# it, in one call (these hosts drift between calls); with IDS_GIVEN=1 the case lists
 # ids_fla.txt / ids_liger.txt already in peer/ are used as they are (no collection).
 # Each run starts on an empty Triton cache of its own (cold, as a first run is), except the second
 # tunegate run, which finds the first one's (as a second run of a suite does). A run over its
@@ -44,12 +47,15 @@ for d in $DIRS; do
     case $r in
       stock) run stock $d $STOCK_S stock python3 -m pytest ;;
       tunegate1) run tunegate1 $d $FIRST_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate1-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
+      base1) run base1 $d $FIRST_S base env PYTHONPATH=/tmp/site:$(cd "$BASE_TREE" && pwd) \
+          TUNEGATE_STORE=/tmp/peer-store-base.sqlite TUNEGATE_TRACE="$OUT/trace-base1-$d.jsonl" \
+          python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
       tunegate2) run tunegate2 $d $SECOND_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate2-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
     esac
   done
 done
 grep -h -i "rejected config\|dropped config\|tunegate:" "$OUT"/tunegate1-*.log | sort | uniq -c | sort -rn | head -40 > "$OUT/tunegate_lines.txt"
-grep -h "s: startup [0-9]" "$OUT"/tunegate1-*.log > "$OUT/tuning_phases.txt"  # where each took its time
+grep "s: startup [0-9]" "$OUT"/tunegate1-*.log "$OUT"/base1-*.log > "$OUT/tuning_phases.txt" 2>/dev/null  # where each took its time
 for f in "$OUT"/tunegate*-*.log; do  # the table `tunegate run` ends with: one row per tuning
   echo "== $(basename "$f")"; sed -n '/^tunegate: [0-9]* tuning/,$p' "$f"
 done > "$OUT/tunings.txt"

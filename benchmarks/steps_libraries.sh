@@ -7,6 +7,7 @@
 #   HELION_KERNELS (default "softmax matmul");
 # - peer_liger, peer_fla: the library's cases (peer/ids_*.txt) stock, then twice through
 #   `tunegate run -m pytest` (issues 15, 16); LIMITS_liger / LIMITS_fla: "stock first second" s;
+#   RUNS_liger / RUNS_fla may add base1 (BASE_TREE's code, cold: see peer_suite.sh);
 # - rule_review: what the shipped policy removes from the libraries' autotune lists (issue 17).
 FORCE_TESTS=${FORCE_TESTS:-"tests/ops/test_ttt.py::test_chunk[B1-T63-H1-D64-scale1-chunk_size16-torch.float16]"}
 wanted() { [[ " ${LIBRARY_STEPS:-peer_liger helion} " == *" $1 "* ]]; }
@@ -19,6 +20,8 @@ wanted helion && step helion ${HELION_S:-80} bash -c "$PY benchmarks/helion_gpu.
 for lib in liger fla; do
     limits_var=LIMITS_$lib
     read -r s1 s2 s3 <<< "${!limits_var:-90 100 45}"
+    runs_var=RUNS_$lib
+    [[ " ${!runs_var:-${RUNS:-}} " == *" base1 "* ]] && s3=$(( s3 + s2 ))  # one more cold run
     wanted peer_$lib && step peer_$lib $(( s1 + s2 + s3 + 40 )) bash -c "cd peer && DIRS=$lib \
         IDS_GIVEN=1 LIMITS_$lib='$s1 $s2 $s3' OUT=$WORK/results/peer_$lib \
         bash ../benchmarks/peer_suite.sh && rm -f $WORK/results/peer_$lib/peer.tgz"

@@ -100,3 +100,47 @@ def test_preloads_never_wait_for_a_worker_busy_importing(tmp_path, monkeypatch):
         assert 0 < len(spare.preloaded & set(names)) < len(names)
     finally:
         close_idle_workers()
+
+
+def test_a_tuning_takes_a_compile_worker_that_imported_its_module_first(tmp_path, monkeypatch):
+    """The first kept compile workers import the program's kernel modules ahead of their first
+    tuning (see `pool.preload`); a pool takes a compile worker that has imported the task's
+    module before one that has not, wherever it stands among those kept."""
+    from tests.conftest import KERNELS
+    from tunegate.autotune import pool as pools
+    from tunegate.autotune.pool import COMPILE_ENV, WorkerPool, preload
+    from tunegate.autotune.worker import TaskRef
+
+    monkeypatch.setattr(pools, "PRELOADING_COMPILERS", 1)
+    monkeypatch.setattr(pools, "_PRELOADS", {})  # none named by the tests before
+    monkeypatch.setenv("IMPORT_MARKER_FILE", str(tmp_path / "imported_by"))
+    close_idle_workers()
+    first, second = Worker.spare(dict(COMPILE_ENV)), Worker.spare(dict(COMPILE_ENV))
+    keep_spare("compile", first)
+    keep_spare("compile", second)
+    module = "tests.kernels.marked_copy"
+    import tests.kernels.marked_copy  # noqa: F401 - as the program has, when it preloads
+    pools_made = []
+
+    def compile_pool(ref: TaskRef) -> WorkerPool:
+        pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=1, deterministic=True,
+                          precompile=True)
+        pools_made.append(pool)
+        pool.launch()
+        assert all(loaded.wait(120) for loaded in pool._loaded.values())
+        return pool
+
+    try:
+        preload(module)
+        assert module in first.preloaded and not second.preloaded
+        other = compile_pool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE"))
+        assert other.compilers == [first]
+        other.close()  # kept again, now behind `second`
+        marked = compile_pool(TaskRef(str(KERNELS / "marked_copy.py"), "TASK_WITH_REFERENCE",
+                                      module=module))
+        assert marked.compilers == [first]
+    finally:
+        for pool in pools_made:
+            pool.close()
+        close_idle_workers()
+        sys.modules.pop(module, None)

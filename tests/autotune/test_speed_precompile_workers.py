@@ -143,34 +143,40 @@ def test_a_compile_stream_closed_early_leaves_no_answer_unread(compiling_pool):
     assert {c: r.status for c, r in replies.items()} == {c: "compile_error" for c in bad}
 
 
-def test_only_spare_run_workers_import_an_autotuners_module_ahead(tmp_path, monkeypatch):
-    """`preload` (the module of an autotuner the program defined) goes to the spare run
-    worker, not to the compile spares: fifteen processes importing a large library at once
-    beside the program slowed everything; compile workers import it when a tuning needs them."""
+def test_the_spare_run_worker_and_the_first_compile_spares_import_an_autotuners_module_ahead(
+        tmp_path, monkeypatch):
+    """`preload` (the module of an autotuner the program defined) goes to the spare run worker
+    and the first PRELOADING_COMPILERS compile spares, not to the others: fifteen processes
+    importing a large library at once beside the program slowed everything; the others import
+    it when a tuning needs them."""
+    from tunegate.autotune import pool as pools
     from tunegate.autotune.pool import keep_spare, preload
     from tunegate.autotune.worker import Worker
 
+    monkeypatch.setattr(pools, "PRELOADING_COMPILERS", 1)
+    monkeypatch.setattr(pools, "_PRELOADS", {})
     close_idle_workers()
     marker = tmp_path / "imported_by"
     monkeypatch.setenv("IMPORT_MARKER_FILE", str(marker))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    spares = {"run0": Worker.spare({}), "compile": Worker.spare(dict(COMPILE_ENV))}
-    run_pid = spares["run0"].pid
-    for role, spare in spares.items():
+    spares = [("run0", Worker.spare({})), ("compile", Worker.spare(dict(COMPILE_ENV))),
+              ("compile", Worker.spare(dict(COMPILE_ENV)))]
+    importers = sorted(str(spare.pid) for _, spare in spares[:2])
+    for role, spare in spares:
         keep_spare(role, spare)
     preload("tests.kernels.import_marker")
     pool = WorkerPool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE"),
-                      seed=0, baseline_json=None, compilers=1, deterministic=True,
+                      seed=0, baseline_json=None, compilers=2, deterministic=True,
                       precompile=True)
     try:
-        pool.start()  # takes both spares: each has handled the messages sent before its task
+        pool.start()  # takes every spare: each has handled the messages sent before its task
         for loaded in pool._loaded.values():
             assert loaded.wait(120)
-        assert pool.compilers == [spares["compile"]] and pool.run is spares["run0"]
+        assert pool.compilers == [spares[1][1], spares[2][1]] and pool.run is spares[0][1]
     finally:
         pool.close()
         close_idle_workers()
-    assert marker.read_text().split() == [str(run_pid)]
+    assert sorted(marker.read_text().split()) == importers
 
 
 def test_a_misaligned_argument_leaves_compile_workers_to_make_their_own_inputs():

@@ -1,5 +1,5 @@
 """The program's imports of libraries built on torch or Triton, mirrored in the spare run worker
-while the program makes them.
+(and the first few compile workers kept, see `pool.preload`) while the program makes them.
 
 An autotuner's module is sent to the spare run worker when the program defines the autotuner
 (`warm.preload`), which under pytest is collection, a second before the first tuning; the

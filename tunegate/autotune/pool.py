@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Hashable, Iterator, Sequence
+from typing import Hashable, Iterator
 
 from ..errors import TunegateError
 from ..space.space import Config
@@ -43,6 +43,10 @@ _COMPILER_GRACE_S = 0.05
 _IDLE: dict[tuple[Hashable, str], list[Worker]] = {}
 _IDLE_LOCK = threading.Lock()
 _KEPT_PER_ROLE = 64  # at most this many idle workers of one role are kept
+# Kept compile workers that import the preloads too (the first ones kept): ready at a library's
+# first tuning, where each of the others imports the library then. Fifteen importing at once
+# beside the program took 16-21 s each on an H200 host and slowed the program; a few do not.
+PRELOADING_COMPILERS = 3
 # Kernel files and modules that compile workers could not load in this process (one that
 # needs a GPU to import, say): no compile worker is started for them again.
 _UNCOMPILABLE: set[str] = set()
@@ -77,10 +81,12 @@ def idle_workers() -> list[Worker]:
 
 def keep_spare(role: str, worker: Worker) -> None:
     """Keep a worker started ahead of any task (see `warm`) for the next pool's `role`; a run
-    worker imports the modules asked for so far (see `preload`)."""
+    worker, or one of the first compile workers, imports the modules asked for so far (see
+    `preload`)."""
     with _IDLE_LOCK:
-        _IDLE.setdefault((steering.at_start(), role), []).append(worker)
-        if role != "compile":
+        kept = _IDLE.setdefault((steering.at_start(), role), [])
+        kept.append(worker)
+        if _imports_preloads(role, kept, worker):
             _send_preloads([worker])
 
 
@@ -89,27 +95,31 @@ _PRELOADS: dict[str, None] = {}
 
 
 def preload(*modules: str) -> None:
-    """Have every kept run worker, and every one kept from now on, import `modules` ahead of
-    the tunings that will name them (the module of an autotuner the program defined, the
-    libraries it imports: see `mirror`), and the compile server too, where it runs. Compile
-    workers already started import them when a tuning needs them: fifteen processes importing
-    Liger-Kernel at once beside the program took 16-21 s each on an H200 host, and slowed the
-    program too."""
+    """Have every kept run worker and the first PRELOADING_COMPILERS kept compile workers, and
+    each one kept from now on in their place, import `modules` ahead of the tunings that will
+    name them (the module of an autotuner the program defined, the libraries it imports: see
+    `mirror`), and the compile server too, where it runs. The other compile workers import
+    them when a tuning needs them."""
     with _IDLE_LOCK:
         for module in modules:
             _PRELOADS[module] = None  # a set that keeps the order they were named in
-        _send_preloads([w for (_, role), workers in _IDLE.items() if role != "compile"
-                        for w in workers], modules)
+        _send_preloads([w for (_, role), workers in _IDLE.items() for w in workers
+                        if _imports_preloads(role, workers, w)])  # all: one may have moved up
     compile_server.preload(modules)
 
 
-def _send_preloads(workers: list[Worker], modules: Sequence[str] | None = None) -> None:
-    """The preloads (all, or `modules`) each worker has not been sent yet, in one message
-    (under _IDLE_LOCK: a worker taken for a task leaves _IDLE under it, so nothing else
-    writes to its pipe meanwhile). What its pipe has no room for now is sent when it is kept
-    again."""
+def _imports_preloads(role: str, kept: list[Worker], worker: Worker) -> bool:
+    """Whether `worker`, kept in `kept`, imports the preloads (see `preload`)."""
+    return role != "compile" or worker in kept[:PRELOADING_COMPILERS]
+
+
+def _send_preloads(workers: list[Worker]) -> None:
+    """The preloads each worker has not been sent yet, in one message (under _IDLE_LOCK: a
+    worker taken for a task leaves _IDLE under it, so nothing else writes to its pipe
+    meanwhile). What its pipe has no room for now is sent with the next preload, or when it
+    is kept again."""
     for w in workers:
-        todo = [m for m in (_PRELOADS if modules is None else modules) if m not in w.preloaded]
+        todo = [m for m in _PRELOADS if m not in w.preloaded]
         if todo and w.idle():
             try:
                 w.preload(todo)
@@ -254,7 +264,8 @@ class WorkerPool:
             return self._give(role, env, host)
 
     def _give(self, role: str, env: dict[str, str], s: Setup) -> Worker | None:
-        """`s` given to a kept worker of this role and device, else to a new one. A compile
+        """`s` given to a kept worker of this role and device (one that has imported its file,
+        if any has), else to a new one. A compile
         worker forked from the compile server is started by its loading thread (see
         `_load_compiler`), and none while as many as compile cores are still starting; any
         other here, in a thread that outlives it (a process spawned from a thread is killed as
@@ -263,8 +274,8 @@ class WorkerPool:
         forked = role == "compile" and compile_server.running()
         with _IDLE_LOCK:
             kept = _IDLE.get((self.identity, role), [])
-            found = next((w for w in kept if w.env == env and w.alive() and _can_load(w, s.ref)),
-                         None)
+            found = min((w for w in kept if w.env == env and w.alive() and _can_load(w, s.ref)),
+                        key=lambda w: s.ref.file not in w.loaded, default=None)
             if found is not None:
                 kept.remove(found)
             elif forked:
@@ -457,7 +468,7 @@ def _keep_or_close(role: str, worker: Worker | LocalWorker, identity: Hashable) 
             if worker.idle() and len(kept) < _KEPT_PER_ROLE:
                 worker.unload()
                 kept.append(worker)
-                if role != "compile":
+                if _imports_preloads(role, kept, worker):
                     _send_preloads([worker])
                 return
     except OSError:  # it died just now

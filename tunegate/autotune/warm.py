@@ -10,8 +10,9 @@ background thread it starts the server and spare workers (the run worker, and on
 a compile worker per CPU core but one, unless `compile_server` forks them when a tuning needs
 them), which the pools of this process take and give their tasks (`pool.WorkerPool`). The
 program goes on meanwhile. The module of each autotuner the program defines is imported by the
-spare run worker and the compile server ahead of its first tuning (`preload`), and so is each
-library built on torch or Triton that the program imports, as it imports it (`mirror`).
+spare run worker, the first few compile workers kept and the compile server ahead of its first
+tuning (`preload`), and so is each library built on torch or Triton that the program imports,
+as it imports it (`mirror`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0; a compile server
@@ -74,10 +75,11 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
 
 def preload(*modules: str | None) -> None:
     """The modules of an autotuner the program defines, or of a library it imports (`mirror`):
-    the spare run worker imports them while the program goes on, not when its first tuning
-    starts it (a library such as Liger-Kernel took 13 s to import in the workers of a first
-    tuning); compile workers import them when a tuning needs them, and it does not wait for
-    them (`pool`). Not for a script run as `__main__`, whose workers import it by path."""
+    the spare run worker and a few compile workers import them while the program goes on,
+    not when its first tuning starts them (a library such as Liger-Kernel took 13 s to import
+    in the workers of a first tuning); the other compile workers import them when a tuning
+    needs them, and it does not wait for them (`pool`). Not for a script run as `__main__`,
+    whose workers import it by path."""
     if _STATE.get("forbidden") or os.environ.get("TUNEGATE_WARM") == "0":
         return
     from .pool import preload as to_workers
