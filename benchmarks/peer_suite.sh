@@ -37,7 +37,7 @@ run() { # name dir timeout cache command...
   local name=$1 dir=$2 limit=$3 cache=$4; shift 4
   local t0=$(date +%s.%N)
   (cd $dir && TRITON_CACHE_DIR=/tmp/triton-cache-$cache-$dir timeout -s INT -k 20 $limit "$@" $(cat ../ids_$dir.txt) -q -p no:cacheprovider -W ignore --durations=0 > "$OUT/$name-$dir.log" 2>&1); local rc=$?
-  echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$OUT/$name-$dir.log" | tail -1)" | tee -a "$OUT/summary.txt"
+  echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") started=$t0 $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$OUT/$name-$dir.log" | tail -1)" | tee -a "$OUT/summary.txt"
 }
 for d in $DIRS; do
   limits_var=LIMITS_$d

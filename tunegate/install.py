@@ -121,6 +121,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
         _print_program_traceback(e)
         return 1
     finally:
+        trace.event("program ended")
         sys.argv, sys.path[:] = saved_argv, saved_path
         _print_tunings()
     return 0

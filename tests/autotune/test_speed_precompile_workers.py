@@ -121,6 +121,42 @@ def test_a_tuning_never_waits_for_compile_workers_still_loading_the_task(tmp_pat
     close_idle_workers()
 
 
+def test_the_compile_stream_ends_with_its_configs_not_with_the_workers_still_loading(
+        tmp_path, monkeypatch):
+    """One compile worker has the module imported (kept from an earlier tuning, or sent it
+    ahead), another is still importing it: the configs are compiled by the first, and the
+    stream ends then. A library's first tuning on an H100 host waited 10.5 s here for the
+    compile workers still importing Liger-Kernel."""
+    close_idle_workers()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    ref = TaskRef(str(KERNELS / "slow_import.py"), "TASK")
+    first = WorkerPool(ref, seed=0, baseline_json=None, compilers=1, deterministic=True,
+                       precompile=True)
+    first.start()
+    assert all(loaded.wait(120) for loaded in first._loaded.values())
+    first.close()  # its compile worker is kept, the module imported
+    monkeypatch.setenv("SLOW_IMPORT_S", "60")  # a new compile worker imports it for a minute
+    pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
+                      precompile=True)
+    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    try:
+        pool.start()
+        deadline = time.monotonic() + 60
+        while not any(event.is_set() for event in pool._loaded.values()):
+            assert time.monotonic() < deadline, "the kept compile worker never loaded the task"
+            time.sleep(0.05)
+        assert len(pool.compilers) == 2 and not all(e.is_set() for e in pool._loaded.values())
+        start = time.monotonic()
+        replies = list(pool.compile_stream(configs, timeout=120, target="cuda:90:32"))
+        took = time.monotonic() - start
+    finally:
+        pool.close()
+        close_idle_workers()
+    assert sorted(c.key() for c, _ in replies) == sorted(c.key() for c in configs)
+    assert all(reply is not None and reply.status == "ok" for _, reply in replies)
+    assert took < 30, f"the stream waited {took:.0f} s for the worker still importing"
+
+
 def test_a_task_that_launches_itself_is_refused_with_a_reason():
     task = load_module(KERNELS / "pipelined_copy.py").TASK
     own = task.model_copy(update={"launch": lambda args, config: None})

@@ -64,10 +64,11 @@ def close_idle_workers() -> None:
     with _IDLE_LOCK:
         workers = [w for kept in _IDLE.values() for w in kept]
         _IDLE.clear()
-    for w in workers:
-        w.kill()
-    for w in workers:
-        w.close()
+    with trace.span("close idle workers", workers=len(workers)):
+        for w in workers:
+            w.kill()
+        for w in workers:
+            w.close()
 
 
 atexit.register(close_idle_workers)
@@ -389,9 +390,10 @@ class WorkerPool:
         has loaded the task and whenever it is free; each config with its reply as soon as it
         is compiled, so that timing starts on the first while the others compile. While no
         compile worker has loaded the task, a config comes with no reply, for the run worker
-        to compile at its first launch: it never waits for them. Without compile workers,
-        none. Closed early, it waits for the compiles in flight (a worker must not be handed
-        on with an answer unread)."""
+        to compile at its first launch: it never waits for them, and ends once every config
+        is taken, whichever are still loading. Without compile workers, none. Closed early, it
+        waits for the compiles in flight (a worker must not be handed on with an answer
+        unread)."""
         if not self.compilers:
             return
         todo = deque(configs)
@@ -409,7 +411,7 @@ class WorkerPool:
             try:
                 loaded = self._loaded.get(worker)
                 while loaded is not None and not loaded.wait(_COMPILER_GRACE_S):
-                    if stop.is_set():
+                    if stop.is_set() or not todo:  # all taken: the stream ends without it
                         return
                 if not worker.alive():  # dropped: it could not load the task
                     return
