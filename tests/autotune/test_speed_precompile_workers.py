@@ -19,17 +19,22 @@ from tunegate.space.space import Config
 pytestmark = pytest.mark.interpreter
 
 
+def _loaded_pool(ref: TaskRef, compilers: int) -> WorkerPool:
+    """A started pool whose compile workers have all loaded the task (so that no config is
+    left to the run worker)."""
+    pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=compilers, deterministic=True,
+                      precompile=True)
+    pool.start()
+    assert all(loaded.wait(120) for loaded in pool._loaded.values())
+    return pool
+
+
 @pytest.fixture
 def compiling_pool(tmp_path, monkeypatch):
     """A started pool with two compile workers, compiling into this test's own cache."""
     close_idle_workers()
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    ref = TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE")
-    pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
-                      precompile=True)
-    pool.start()
-    for loaded in pool._loaded.values():  # so that no config is left to the run worker
-        assert loaded.wait(120)
+    pool = _loaded_pool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE"), 2)
     try:
         yield pool
     finally:
@@ -130,11 +135,7 @@ def test_the_compile_stream_ends_with_its_configs_not_with_the_workers_still_loa
     close_idle_workers()
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     ref = TaskRef(str(KERNELS / "slow_import.py"), "TASK")
-    first = WorkerPool(ref, seed=0, baseline_json=None, compilers=1, deterministic=True,
-                       precompile=True)
-    first.start()
-    assert all(loaded.wait(120) for loaded in first._loaded.values())
-    first.close()  # its compile worker is kept, the module imported
+    _loaded_pool(ref, 1).close()  # its compile worker is kept, the module imported
     monkeypatch.setenv("SLOW_IMPORT_S", "60")  # a new compile worker imports it for a minute
     pool = WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
                       precompile=True)
