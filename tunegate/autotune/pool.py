@@ -266,11 +266,11 @@ class WorkerPool:
 
     def _give(self, role: str, env: dict[str, str], s: Setup) -> Worker | None:
         """`s` given to a kept worker of this role and device (one that has imported its file,
-        if any has), else to a new one. A compile
-        worker forked from the compile server is started by its loading thread (see
-        `_load_compiler`), and none while as many as compile cores are still starting; any
-        other here, in a thread that outlives it (a process spawned from a thread is killed as
-        that thread ends: see `worker_child.die_with_parent`)."""
+        if any has), else to a new one. A compile worker forked from the compile server is
+        started by its loading thread (see `_load_compiler`), and none while as many as compile
+        cores are still starting; any other here, in a thread that outlives it (a process
+        spawned from a thread is killed as that thread ends: see
+        `worker_child.die_with_parent`)."""
         wait_for_spares()
         forked = role == "compile" and compile_server.running()
         with _IDLE_LOCK:
