@@ -400,7 +400,7 @@ class WorkerPool:
         lock = threading.Lock()
         done: queue.SimpleQueue[tuple[Config, Reply] | None] = queue.SimpleQueue()
         ready = threading.Event()  # a compile worker has loaded the task
-        stop = threading.Event()
+        stop = threading.Event()  # the stream was closed early
         specs = self.runs[0].arg_specs if self.runs else None
 
         def take() -> Config | None:
@@ -434,8 +434,6 @@ class WorkerPool:
                     config = take()
                     if config is not None:
                         yield config, None
-                    if not todo:  # the rest are in flight, or were all taken here
-                        stop.set()
                     continue
                 if item is None:
                     ended += 1
