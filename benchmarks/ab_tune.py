@@ -27,12 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("startup_seconds", "compile_seconds", "timing_seconds", "check_seconds")
 
 
-def run_once(phase: str, tree: Path, name: str, timeout: float, smoke: bool = False
-             ) -> dict[str, Any]:
-    """One cold phase from `tree`: its record (wall_s, process_wall_s, the result's parts)."""
+def run_once(phase: str, tree: Path, name: str, timeout: float, smoke: bool = False,
+             trace: Path | None = None) -> dict[str, Any]:
+    """One cold phase from `tree`: its record (wall_s, process_wall_s, the result's parts);
+    `trace`: the file its processes write their timeline to (tunegate.autotune.trace)."""
     store = Path(tempfile.mkdtemp(prefix="ab-store-")) / "s.sqlite"
     env = {**os.environ, "TRITON_CACHE_DIR": tempfile.mkdtemp(prefix="ab-cache-"),
            "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])}
+    if trace is not None:
+        env["TUNEGATE_TRACE"] = str(trace)
     runner = ["-m", "tunegate", "run"] if phase == "tunegate" else []
     command = [sys.executable, *runner, "-m", "benchmarks.bench_gpu", "--phase", phase,
                "--lists", name, "--shared", json.dumps({"store": str(store)})] + \
@@ -74,6 +77,8 @@ def main() -> int:
                         help="no new round once this many seconds have passed")
     parser.add_argument("--smoke", action="store_true", help="toy sizes (a dry run)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--trace", type=Path, metavar="DIR",
+                        help="a timeline of each tunegate run: DIR/trace-<tree>-<round>.jsonl")
     args = parser.parse_args()
     variants = ([] if args.no_stock else [("stock", ROOT)]) + \
         [("tunegate", t.resolve()) for t in args.trees]
@@ -84,7 +89,11 @@ def main() -> int:
             print(f"stopped after {r} rounds: the budget is spent", flush=True)
             break
         for phase, tree in variants:
-            record = run_once(phase, tree, args.list, args.timeout, args.smoke)
+            trace = None
+            if args.trace and phase == "tunegate":
+                args.trace.mkdir(parents=True, exist_ok=True)
+                trace = args.trace / f"trace-{tree.name}-{r + 1}.jsonl"
+            record = run_once(phase, tree, args.list, args.timeout, args.smoke, trace)
             runs[f"{phase} {tree}"].append(record)
             print(f"round {r + 1} {phase:<8} {tree}: "
                   + (record.get("failed") or f"{record['wall_s']:.2f} s "
@@ -102,6 +111,7 @@ def main() -> int:
               + " | ".join("-" if v is None else f"{v:.2f}" for v in cells) + f" | {ratio} | "
               + " | ".join("-" if v is None else f"{v:.2f}" for v in parts) + " |")
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"list": args.list, "runs": runs}, indent=1))
     return 0
 
