@@ -47,6 +47,9 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
     call then does first (see `worker.start_server`)."""
     if _STATE.get("forbidden") or "thread" in _STATE or os.environ.get("TUNEGATE_WARM") == "0":
         return
+    from .launchers import build_driver_ahead
+
+    build_driver_ahead()  # a process of its own: the server below may fork at once
     if here:
         from .worker import start_server
 

@@ -174,7 +174,9 @@ def _prepare_spare() -> None:
                 torch.cuda.synchronize()
             import triton
 
-            with trace.span("triton driver"):
+            from .launchers import building, driver_helper
+
+            with trace.span("triton driver"), building(driver_helper()):
                 triton.runtime.driver.active.get_current_device()
     except Exception:  # noqa: BLE001 - the task's own load reports what is wrong, with context
         pass
@@ -213,6 +215,10 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
     warm.forbid()  # the kernels this process imports must not start workers of their own
     if os.environ.get(COMPILE_ONLY) == "1":
         os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        from .launchers import build_launchers_beside_compiles
+
+        build_launchers_beside_compiles()
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
     os.dup2(fd, 1)  # what the user's code prints here is not the parent's output either

@@ -1,0 +1,111 @@
+"""Triton's C helpers built ahead (issue 16): one process builds, the others wait and load.
+
+The lock is exercised with real processes on any machine; the launcher built beside a compile
+needs a Triton that builds one per signature and a CUDA driver to link against (the GPU host).
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.autotune.test_autotune_precompile import run_python
+from tests.conftest import ROOT
+from tunegate.autotune.launchers import building, launcher_helper
+
+HOLD = """
+import sys, time
+from tunegate.autotune.launchers import building
+with building(sys.argv[1]) as held:
+    print("held" if held else "not held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def _holder(name: str, seconds: float) -> subprocess.Popen:
+    """A process that holds the lock of helper `name` for `seconds` (once it prints)."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, name, str(seconds)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_helper_being_built_elsewhere_is_waited_for_then_taken():
+    name = f"test-wait-{os.getpid()}-{time.monotonic_ns()}"
+    holder = _holder(name, 1.5)
+    start = time.monotonic()
+    with building(name) as held:
+        waited = time.monotonic() - start
+    holder.wait(timeout=30)
+    assert held and waited > 0.8  # it waited for the other process's build to end
+
+
+def test_a_wait_that_runs_out_goes_on_without_the_lock():
+    name = f"test-out-{os.getpid()}-{time.monotonic_ns()}"
+    holder = _holder(name, 5)
+    start = time.monotonic()
+    try:
+        with building(name, wait=0.3) as held:
+            waited = time.monotonic() - start
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not held and 0.3 <= waited < 3  # built here as well rather than held up
+
+
+def test_a_free_helper_is_taken_at_once():
+    start = time.monotonic()
+    with building(f"test-free-{os.getpid()}") as held:
+        assert held and time.monotonic() - start < 0.5
+
+
+def test_launchers_are_named_by_their_argument_types_and_cache(monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/tmp/one")
+    one = launcher_helper({"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"})
+    assert one == launcher_helper({"a": "*fp32", "b": "i32", "C": "constexpr"})  # same C source
+    assert one != launcher_helper({"x_ptr": "*fp16", "n": "i32", "BLOCK": "constexpr"})
+    assert launcher_helper({"d": "tensordesc<fp16[64, 64]>"}) is None  # shaped by compiling
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/tmp/two")
+    assert one != launcher_helper({"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"})
+
+
+COMPILE_WITH_LAUNCHER = """
+import json, threading
+from tests.kernels.pipelined_copy import chunked_copy
+from tunegate.autotune import launchers
+from tunegate.autotune.precompile import TensorSpec, gpu_target, precompile
+launchers.build_launchers_beside_compiles()
+precompile(chunked_copy, {"x_ptr": TensorSpec("float32"), "y_ptr": TensorSpec("float32"),
+                          "n": 512}, {"BLOCK": 32, "STAGES": 2, "num_warps": 4},
+           gpu_target((9, 0)))
+for t in threading.enumerate():
+    if t.name == "tunegate-launcher":
+        t.join()
+print(json.dumps(sorted(launchers._STARTED)))
+"""
+
+LAUNCH = """
+import json, torch
+from tests.kernels.pipelined_copy import chunked_copy
+x = torch.randn(512, device="cuda"); y = torch.empty_like(x)
+chunked_copy[(16,)](x, y, 512, BLOCK=32, STAGES=2, num_warps=4)
+torch.cuda.synchronize()
+assert torch.equal(x, y)
+print(json.dumps([]))
+"""
+
+
+@pytest.mark.gpu
+def test_a_compile_worker_builds_the_launcher_its_launch_then_loads(tmp_path):
+    from triton.backends.nvidia import driver
+
+    if not hasattr(driver, "make_launcher"):
+        pytest.skip("this Triton builds no launcher per kernel signature")
+    cache = tmp_path / "cache"
+    assert run_python(COMPILE_WITH_LAUNCHER, cache)  # one signature's launcher started
+    launchers = sorted(cache.glob("*/__triton_launcher*.so"))
+    assert len(launchers) == 1  # built by the process that compiled, which has no GPU
+    run_python(LAUNCH, cache, gpu=True)
+    assert sorted(cache.glob("*/__triton_launcher*.so")) == launchers  # found, not rebuilt

@@ -1,0 +1,269 @@
+"""Triton's C helpers built off a tuning's critical path, each once, by whoever is first.
+
+With an empty Triton cache, a process's first launch builds two C extensions with the system
+compiler: the driver's utilities (once per Triton install) and a launcher per kernel signature
+(0.4-1.0 s each on an H200 host, most of a 16-config softmax's start-up and first timing). Both
+are cached on disk by their C source. Here they are built ahead: the driver's utilities by a
+background process as a tuning program starts (`build_driver_ahead`), a signature's launcher
+in a thread beside the first compile of that signature, in a compile worker as in a run worker
+(`build_launchers_beside_compiles`). A worker about to build a helper that another process is
+building waits for it (`building`) and then finds it in the cache, instead of building it too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["build_driver_ahead", "build_launchers_beside_compiles", "building",
+           "driver_helper", "launcher_helper"]
+
+log = logging.getLogger(__name__)
+
+WAIT_S = 30.0  # at most this long for another process's build; then build it here as well
+_POLL_S = 0.005
+
+
+def _cache_dir() -> str:
+    """Triton's cache folder as its knobs default it (no Triton import): helpers built for
+    another cache are not waited for."""
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
+    return os.environ.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton", "cache")
+
+
+def driver_helper() -> str:
+    """The name under which the driver's utilities are built."""
+    return _name("driver")
+
+
+def launcher_helper(signature: dict[str, Any]) -> str | None:
+    """The name under which the launcher of `signature` (argument name -> Triton type) is
+    built; None for one with tensor descriptors, whose launcher also depends on the compiled
+    kernel's metadata."""
+    types = list(signature.values())
+    if any(isinstance(t, str) and t.startswith("tensordesc") for t in types):
+        return None
+    return _name(f"launcher {types!r}")  # the C source depends on the types, in order
+
+
+def _name(what: str) -> str:
+    return hashlib.sha256(f"{_cache_dir()}|{what}".encode()).hexdigest()[:32]
+
+
+def _lock_path(name: str) -> Path:
+    folder = Path(tempfile.gettempdir()) / f"tunegate-{os.getuid()}" / "building"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.lock"
+
+
+@contextmanager
+def building(name: str, wait: float = WAIT_S) -> Iterator[bool]:
+    """Hold the lock of helper `name` while building (or loading) it: a process that holds it
+    already is waited for, at most `wait` seconds. Yields whether the lock is held (False: no
+    locks on this platform, or the wait ran out; build it anyway)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no waiting, each process builds what it lacks
+        yield False
+        return
+    try:
+        fd = os.open(_lock_path(name), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield False
+        return
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    log.debug("helper %s: still being built elsewhere after %.0f s", name, wait)
+                    yield False
+                    return
+                time.sleep(_POLL_S)
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def build_driver_ahead() -> None:
+    """Start a background process that builds the driver's utilities for this host's GPU
+    (a no-op where they are cached); only on a host with an NVIDIA or AMD GPU, not under the
+    interpreter. Workers that make the driver wait for it (see `worker_child`)."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or not _gpu_backend():
+        return
+    try:
+        subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    except OSError as e:
+        log.debug("the driver's utilities are not built ahead: %s", e)
+
+
+def _gpu_backend() -> str | None:
+    """Triton's backend for this host's GPU, told by its device nodes (no CUDA call)."""
+    if os.path.exists("/dev/nvidiactl"):
+        return "nvidia"
+    if os.path.exists("/dev/kfd"):
+        return "amd"
+    return None
+
+
+def _driver_module(backend: str) -> Any:
+    """The module of Triton's driver for `backend`: where its helpers' classes live."""
+    from triton.backends import backends
+
+    return sys.modules[backends[backend].driver.__module__]
+
+
+def _helper_class(module: Any, suffix: str) -> Any:
+    """The class of `module` whose name ends with `suffix` (CudaUtils, HIPLauncher, ...)."""
+    for name, value in vars(module).items():
+        if name.endswith(suffix) and isinstance(value, type) \
+                and value.__module__ == module.__name__:
+            return value
+    raise LookupError(f"no *{suffix} class in {module.__name__}")
+
+
+def _build_driver() -> None:
+    """Build (or find in the cache) the utilities of this host's Triton driver."""
+    backend = _gpu_backend()
+    if backend is None:
+        return
+    with building(driver_helper()):
+        _helper_class(_driver_module(backend), "Utils")()
+
+
+class _NoMetadata:
+    """A compiled kernel's metadata as a launcher reads it, for a signature without tensor
+    descriptors: none of it shapes the launcher's C source."""
+
+    tensordesc_meta = None
+
+    def __getattr__(self, name: str) -> int:
+        return 0
+
+
+_STARTED: set[str] = set()  # the launchers this process has built, or is building
+_STARTED_LOCK = threading.Lock()
+
+
+def build_launchers_beside_compiles() -> None:
+    """From now on, in this process, the first compile of each kernel signature starts a
+    thread that builds the signature's launcher while the kernel compiles; and a launcher made
+    here waits for one being built elsewhere. Nothing where Triton has no compile hook or
+    builds no launcher per signature (the Triton 3.9 of our CPU machine launches through
+    one helper)."""
+    backend = _gpu_backend()
+    try:
+        from triton import knobs
+
+        if backend is None or not hasattr(_driver_module(backend), "make_launcher"):
+            return
+    except (ImportError, KeyError):
+        return
+    runtime = getattr(knobs, "runtime", None)
+    if runtime is None or not hasattr(runtime, "jit_cache_hook"):
+        return
+    previous = runtime.jit_cache_hook
+    if getattr(previous, "_tunegate", False):
+        return
+
+    def hook(**kwargs: Any) -> Any:
+        try:
+            _launcher_beside(kwargs["fn"].jit_function, kwargs["compile"])
+        except Exception as e:  # noqa: BLE001 - an optimisation: the launch builds it as ever
+            log.debug("no launcher built ahead: %s: %s", type(e).__name__, e)
+        return previous(**kwargs) if previous is not None else None
+
+    hook._tunegate = True  # type: ignore[attr-defined]
+    runtime.jit_cache_hook = hook
+
+
+def _launcher_beside(fn: Any, compile: dict[str, Any]) -> None:
+    """Start building the launcher of the signature `fn` is compiled for, once per process."""
+    signature = compile["signature"]
+    name = launcher_helper(signature)
+    if name is None:
+        return
+    with _STARTED_LOCK:
+        if name in _STARTED:
+            return
+        _STARTED.add(name)
+    launcher = _launcher_class()
+    if launcher is None:
+        return
+    from triton.compiler import ASTSource
+
+    configs = compile.get("configs") or [None]
+    src = ASTSource(fn, signature, compile.get("constants"), configs[0])
+
+    def build() -> None:
+        try:
+            with building(name):
+                launcher(src, _NoMetadata())
+        except Exception as e:  # noqa: BLE001 - see `hook`
+            log.debug("the launcher of %s was not built ahead: %s: %s", fn, type(e).__name__, e)
+
+    threading.Thread(target=build, daemon=True, name="tunegate-launcher").start()
+
+
+def _launcher_class() -> Any:
+    """The launcher class of the driver in use: the real driver's in a run worker, where a
+    launcher made for a launch now waits for one being built elsewhere; the target's backend's
+    in a compile worker, whose driver is a compile-only stand-in (see `precompile`)."""
+    from triton.runtime.driver import driver
+
+    active = driver.active
+    launcher = getattr(active, "launcher_cls", None)
+    if launcher is not None:
+        if not getattr(launcher, "_tunegate", False):
+            active.launcher_cls = launcher = _waiting(launcher)
+        return launcher
+    target = active.get_current_target()
+    from triton.backends import backends
+
+    for backend in backends.values():
+        if backend.compiler.supports_target(target):
+            return _helper_class(sys.modules[backend.driver.__module__], "Launcher")
+    return None
+
+
+def _waiting(launcher: type) -> type:
+    """`launcher`, made only once no other process builds the same one."""
+
+    class Waiting(launcher):  # type: ignore[misc, valid-type]
+        _tunegate = True
+
+        def __init__(self, src: Any, metadata: Any) -> None:
+            signature = getattr(src, "signature", None)
+            name = launcher_helper(signature) if isinstance(signature, dict) else None
+            if name is None or getattr(metadata, "tensordesc_meta", None):
+                super().__init__(src, metadata)
+                return
+            with building(name):
+                super().__init__(src, metadata)
+
+    Waiting.__name__ = Waiting.__qualname__ = launcher.__name__
+    return Waiting
+
+
+if __name__ == "__main__":  # the background process of `build_driver_ahead`
+    try:
+        _build_driver()
+    except Exception:  # noqa: BLE001 - the first launch builds it as ever
+        sys.exit(1)
