@@ -7,6 +7,7 @@ needs a Triton that builds one per signature and a CUDA driver to link against (
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -55,6 +56,27 @@ def test_a_wait_that_runs_out_goes_on_without_the_lock():
     assert not held and 0.3 <= waited < 3  # built here as well rather than held up
 
 
+def test_threads_of_one_process_wait_for_each_other_and_a_nested_hold_goes_on():
+    name = f"test-threads-{os.getpid()}-{time.monotonic_ns()}"
+    taken = threading.Event()
+
+    def hold() -> None:
+        with building(name):
+            with building(name, wait=0.1) as again:  # the same thread: held already
+                assert again
+            taken.set()
+            time.sleep(1.0)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    taken.wait(10)
+    start = time.monotonic()
+    with building(name) as held:
+        waited = time.monotonic() - start
+    thread.join()
+    assert held and waited > 0.5
+
+
 def test_a_free_helper_is_taken_at_once():
     start = time.monotonic()
     with building(f"test-free-{os.getpid()}") as held:
@@ -87,8 +109,11 @@ print(json.dumps(sorted(launchers._STARTED)))
 """
 
 LAUNCH = """
-import json, torch
+import json, sys, torch
 from tests.kernels.pipelined_copy import chunked_copy
+if sys.argv[1:] == ["beside"]:  # as a run worker: its own compile builds the launcher beside
+    from tunegate.autotune import launchers
+    launchers.build_launchers_beside_compiles()
 x = torch.randn(512, device="cuda"); y = torch.empty_like(x)
 chunked_copy[(16,)](x, y, 512, BLOCK=32, STAGES=2, num_warps=4)
 torch.cuda.synchronize()
@@ -109,3 +134,16 @@ def test_a_compile_worker_builds_the_launcher_its_launch_then_loads(tmp_path):
     assert len(launchers) == 1  # built by the process that compiled, which has no GPU
     run_python(LAUNCH, cache, gpu=True)
     assert sorted(cache.glob("*/__triton_launcher*.so")) == launchers  # found, not rebuilt
+
+
+@pytest.mark.gpu
+def test_a_run_worker_that_compiles_builds_the_launcher_beside_and_launches_at_once(tmp_path):
+    from triton.backends.nvidia import driver
+
+    if not hasattr(driver, "make_launcher"):
+        pytest.skip("this Triton builds no launcher per kernel signature")
+    cache = tmp_path / "cache"
+    start = time.monotonic()
+    run_python(LAUNCH, cache, "beside", gpu=True)
+    assert time.monotonic() - start < 20  # its launch waited for its own thread, not a timeout
+    assert len(list(cache.glob("*/__triton_launcher*.so"))) == 1

@@ -65,11 +65,41 @@ def _lock_path(name: str) -> Path:
     return folder / f"{name}.lock"
 
 
+_THREAD_LOCKS: dict[str, threading.Lock] = {}  # a flock is per open file: threads of one
+_THREAD_LOCKS_LOCK = threading.Lock()  # process wait for each other here first
+_HELD = threading.local()  # the helpers this thread holds: a nested `building` goes straight on
+
+
 @contextmanager
 def building(name: str, wait: float = WAIT_S) -> Iterator[bool]:
-    """Hold the lock of helper `name` while building (or loading) it: a process that holds it
-    already is waited for, at most `wait` seconds. Yields whether the lock is held (False: no
-    locks on this platform, or the wait ran out; build it anyway)."""
+    """Hold the lock of helper `name` while building (or loading) it: a thread or process that
+    holds it already is waited for, at most `wait` seconds. Yields whether the lock is held
+    (False: no locks on this platform, or the wait ran out; build it anyway)."""
+    held: set[str] = _HELD.__dict__.setdefault("names", set())
+    if name in held:
+        yield True
+        return
+    with _THREAD_LOCKS_LOCK:
+        thread_lock = _THREAD_LOCKS.setdefault(name, threading.Lock())
+    deadline = time.monotonic() + wait
+    if not thread_lock.acquire(timeout=wait):
+        log.debug("helper %s: still being built by another thread after %.0f s", name, wait)
+        yield False
+        return
+    try:
+        with _file_lock(name, deadline) as locked:
+            held.add(name)
+            try:
+                yield locked
+            finally:
+                held.discard(name)
+    finally:
+        thread_lock.release()
+
+
+@contextmanager
+def _file_lock(name: str, deadline: float) -> Iterator[bool]:
+    """The lock of helper `name` among processes (flock), waited for until `deadline`."""
     try:
         import fcntl
     except ImportError:  # Windows: no waiting, each process builds what it lacks
@@ -81,14 +111,13 @@ def building(name: str, wait: float = WAIT_S) -> Iterator[bool]:
         yield False
         return
     try:
-        deadline = time.monotonic() + wait
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    log.debug("helper %s: still being built elsewhere after %.0f s", name, wait)
+                    log.debug("helper %s: still being built elsewhere", name)
                     yield False
                     return
                 time.sleep(_POLL_S)
@@ -212,10 +241,12 @@ def _launcher_beside(fn: Any, compile: dict[str, Any]) -> None:
     configs = compile.get("configs") or [None]
     src = ASTSource(fn, signature, compile.get("constants"), configs[0])
 
+    unwrapped = getattr(launcher, "unwrapped", launcher)  # this thread holds the lock
+
     def build() -> None:
         try:
             with building(name):
-                launcher(src, _NoMetadata())
+                unwrapped(src, _NoMetadata())
         except Exception as e:  # noqa: BLE001 - see `hook`
             log.debug("the launcher of %s was not built ahead: %s: %s", fn, type(e).__name__, e)
 
@@ -248,6 +279,7 @@ def _waiting(launcher: type) -> type:
 
     class Waiting(launcher):  # type: ignore[misc, valid-type]
         _tunegate = True
+        unwrapped = launcher
 
         def __init__(self, src: Any, metadata: Any) -> None:
             signature = getattr(src, "signature", None)
