@@ -129,6 +129,9 @@ def _file_lock(name: str, deadline: float) -> Iterator[bool]:
         os.close(fd)
 
 
+_BUILDERS: list[subprocess.Popen] = []  # kept: reaped at exit, never reported as leaked
+
+
 def build_driver_ahead() -> None:
     """Start a background process that builds the driver's utilities for this host's GPU
     (a no-op where they are cached); only on a host with an NVIDIA or AMD GPU, not under the
@@ -136,9 +139,9 @@ def build_driver_ahead() -> None:
     if os.environ.get("TRITON_INTERPRET") == "1" or not _gpu_backend():
         return
     try:
-        subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+        _BUILDERS.append(subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
     except OSError as e:
         log.debug("the driver's utilities are not built ahead: %s", e)
 

@@ -12,7 +12,8 @@ them), which the pools of this process take and give their tasks (`pool.WorkerPo
 program goes on meanwhile. The module of each autotuner the program defines is imported by the
 spare run worker, the first few compile workers kept and the compile server ahead of its first
 tuning (`preload`), and so is each library built on torch or Triton that the program imports,
-as it imports it (`mirror`).
+as it imports it (`mirror`). Triton's driver utilities are built by a background process
+meanwhile, where the cache lacks them (`launchers`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0; a compile server
