@@ -158,6 +158,49 @@ def test_the_compile_stream_ends_with_its_configs_not_with_the_workers_still_loa
     assert took < 30, f"the stream waited {took:.0f} s for the worker still importing"
 
 
+def test_no_compile_worker_is_started_while_those_of_an_earlier_tuning_still_import(
+        tmp_path, monkeypatch):
+    """Tunings one after another while the compile workers of the first still import the
+    kernel's library: the later ones start none beside them (each would import the same
+    library too) and compile in the run worker; once loaded, those workers serve again."""
+    close_idle_workers()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SLOW_IMPORT_S", "8")
+    ref = TaskRef(str(KERNELS / "slow_import.py"), "TASK")
+    configs = [Config(values={"BLOCK": b, "STAGES": 1}) for b in (32, 64)]
+
+    def pool() -> WorkerPool:
+        return WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
+                          precompile=True)
+
+    first = pool()
+    try:
+        first.start()
+        importing = {w.pid for w in first.compilers}
+    finally:
+        first.close()  # its two compile workers go on importing the module
+    second = pool()
+    try:
+        second.start()
+        started_beside = len(second.compilers)
+        replies = list(second.compile_stream(configs, timeout=120, target="cuda:90:32"))
+    finally:
+        second.close()
+    assert started_beside == 0 and len(importing) == 2
+    assert replies == []  # no stream: the run worker compiles each at its first launch
+    deadline = time.monotonic() + 120
+    while sum(w.env == COMPILE_ENV for w in idle_workers()) < 2:
+        assert time.monotonic() < deadline, "the importing compile workers were not kept"
+        time.sleep(0.2)
+    third = pool()
+    try:
+        third.start()
+        assert {w.pid for w in third.compilers} == importing  # the same two, loaded
+    finally:
+        third.close()
+        close_idle_workers()
+
+
 def test_a_task_that_launches_itself_is_refused_with_a_reason():
     task = load_module(KERNELS / "pipelined_copy.py").TASK
     own = task.model_copy(update={"launch": lambda args, config: None})

@@ -53,6 +53,11 @@ _UNCOMPILABLE: set[str] = set()
 # Compile workers asked of the compile server and not yet loaded (under _IDLE_LOCK): while it
 # imports a library, quick tunings one after another must not pile up a score of forks each.
 _STARTING_COMPILERS = [0]
+# Compile workers whose task load has not ended yet (under _IDLE_LOCK). While one of an
+# earlier pool still imports a library, a new one would only import the same beside it: on an
+# H100 host three Liger-Kernel tunings in a row each forked twelve more while the first twelve
+# still imported it (51 compile workers, most of them importing beside the program).
+_LOADING_COMPILERS: set[Worker | LocalWorker] = set()
 
 
 def _where(ref: TaskRef) -> str:
@@ -60,12 +65,15 @@ def _where(ref: TaskRef) -> str:
 
 
 def close_idle_workers() -> None:
-    """Stop every kept worker (at exit, or to free their memory)."""
+    """Stop every kept worker, and every compile worker still loading a task for a pool
+    (at exit, or to free their memory)."""
     with _IDLE_LOCK:
         workers = [w for kept in _IDLE.values() for w in kept]
         _IDLE.clear()
+        loading = list(_LOADING_COMPILERS)
+        _LOADING_COMPILERS.clear()  # so its loading thread knows it was stopped, not broken
     with trace.span("close idle workers", workers=len(workers)):
-        for w in workers:
+        for w in workers + loading:
             w.kill()
         for w in workers:
             w.close()
@@ -240,9 +248,11 @@ class WorkerPool:
     def run(self) -> Worker | LocalWorker:
         return self.runs[0]
 
-    def _take(self, role: str, env: dict[str, str]) -> Worker | LocalWorker | None:
-        """A kept worker of this role and device, re-tasked; else a new one (None: a compile
-        worker not started now, see `_give`). A run worker that sees one GPU of several gets
+    def _take(self, role: str, env: dict[str, str], new: bool = True
+              ) -> Worker | LocalWorker | None:
+        """A kept worker of this role and device, re-tasked; else a new one, unless not `new`
+        (None: a compile worker not started now, see `_give`). A run worker that sees one GPU
+        of several gets
         the call's tensors as host copies; so does any worker, should this process's GPU
         memory fail to be shared (CUDA IPC)."""
         s = self._compile_setup if role == "compile" else self.setup
@@ -253,7 +263,7 @@ class WorkerPool:
         if role != "compile" and "CUDA_VISIBLE_DEVICES" in env:
             s = replace(s, ref=s.ref.on_host())
         try:
-            return self._give(role, env, s)
+            return self._give(role, env, s, new)
         except (KeyboardInterrupt, OSError):
             raise
         except Exception as e:  # noqa: BLE001 - what pickling a GPU tensor for IPC raises
@@ -262,11 +272,13 @@ class WorkerPool:
                 raise
             self.notes.append(f"the call's GPU tensors could not be shared with a worker "
                               f"({type(e).__name__}: {str(e)[:200]}); it got host copies")
-            return self._give(role, env, host)
+            return self._give(role, env, host, new)
 
-    def _give(self, role: str, env: dict[str, str], s: Setup) -> Worker | None:
+    def _give(self, role: str, env: dict[str, str], s: Setup, new: bool = True
+              ) -> Worker | None:
         """`s` given to a kept worker of this role and device (one that has imported its file,
-        if any has), else to a new one. A compile worker forked from the compile server is
+        if any has), else to a new one (None if not `new`). A compile worker forked from the
+        compile server is
         started by its loading thread (see `_load_compiler`), and none while as many as compile
         cores are still starting; any other here, in a thread that outlives it (a process
         spawned from a thread is killed as that thread ends: see
@@ -279,6 +291,8 @@ class WorkerPool:
                         key=lambda w: s.ref.file not in w.loaded, default=None)
             if found is not None:
                 kept.remove(found)
+            elif not new:
+                return None
             elif forked:
                 if _STARTING_COMPILERS[0] >= compile_cores():
                     return None
@@ -309,8 +323,12 @@ class WorkerPool:
         self._all_launched = True
         self.runs += [self._take(f"run{i}", env) for i, env in enumerate(self._envs) if i]
         wanted = 0 if _where(self.setup.ref) in _UNCOMPILABLE else self._compilers_wanted
-        self.compilers = [w for w in (self._take("compile", self._compile_env)
+        with _IDLE_LOCK:
+            new = not _LOADING_COMPILERS  # else only kept ones: see _LOADING_COMPILERS
+        self.compilers = [w for w in (self._take("compile", self._compile_env, new)
                                       for _ in range(wanted)) if w is not None]
+        with _IDLE_LOCK:
+            _LOADING_COMPILERS.update(self.compilers)
         for worker in self.compilers:
             self._loaded[worker] = threading.Event()
             threading.Thread(target=self._load_compiler, args=(worker,), daemon=True,
@@ -342,11 +360,15 @@ class WorkerPool:
                 f"a compile worker could not start: {type(e).__name__}: {e}")
         else:
             error = _try_wait(worker)
-        if starting:
-            with _IDLE_LOCK:
+        with _IDLE_LOCK:
+            stopped = worker not in _LOADING_COMPILERS  # by close_idle_workers
+            _LOADING_COMPILERS.discard(worker)
+            if starting:
                 _STARTING_COMPILERS[0] -= 1
         with self._lock:
-            if error is not None:
+            if error is not None and stopped:
+                worker.close()
+            elif error is not None:
                 self._drop_compiler(worker, error)
             self._loaded[worker].set()
             closed = self._closed
