@@ -75,7 +75,9 @@ def building(name: str, wait: float = WAIT_S) -> Iterator[bool]:
     """Hold the lock of helper `name` while building (or loading) it: a thread or process that
     holds it already is waited for, at most `wait` seconds. Yields whether the lock is held
     (False: no locks on this platform, or the wait ran out; build it anyway)."""
-    held: set[str] = _HELD.__dict__.setdefault("names", set())
+    held: set[str] | None = getattr(_HELD, "names", None)
+    if held is None:
+        held = _HELD.names = set()
     if name in held:
         yield True
         return
@@ -244,7 +246,7 @@ def _launcher_beside(fn: Any, compile: dict[str, Any]) -> None:
     configs = compile.get("configs") or [None]
     src = ASTSource(fn, signature, compile.get("constants"), configs[0])
 
-    unwrapped = getattr(launcher, "unwrapped", launcher)  # this thread holds the lock
+    unwrapped = getattr(launcher, "unwrapped", launcher)  # the build holds the lock itself
 
     def build() -> None:
         try:
@@ -278,7 +280,7 @@ def _launcher_class() -> Any:
 
 
 def _waiting(launcher: type) -> type:
-    """`launcher`, made only once no other process builds the same one."""
+    """`launcher`, made only once no other process or thread builds the same one."""
 
     class Waiting(launcher):  # type: ignore[misc, valid-type]
         _tunegate = True

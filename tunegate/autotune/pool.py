@@ -252,9 +252,8 @@ class WorkerPool:
               ) -> Worker | LocalWorker | None:
         """A kept worker of this role and device, re-tasked; else a new one, unless not `new`
         (None: a compile worker not started now, see `_give`). A run worker that sees one GPU
-        of several gets
-        the call's tensors as host copies; so does any worker, should this process's GPU
-        memory fail to be shared (CUDA IPC)."""
+        of several gets the call's tensors as host copies; so does any worker, should this
+        process's GPU memory fail to be shared (CUDA IPC)."""
         s = self._compile_setup if role == "compile" else self.setup
         if s.ref.local is not None:
             local = LocalWorker(s, self.setup_timeout)
@@ -278,10 +277,9 @@ class WorkerPool:
               ) -> Worker | None:
         """`s` given to a kept worker of this role and device (one that has imported its file,
         if any has), else to a new one (None if not `new`). A compile worker forked from the
-        compile server is
-        started by its loading thread (see `_load_compiler`), and none while as many as compile
-        cores are still starting; any other here, in a thread that outlives it (a process
-        spawned from a thread is killed as that thread ends: see
+        compile server is started by its loading thread (see `_load_compiler`), and none while
+        as many as compile cores are still starting; any other here, in a thread that outlives
+        it (a process spawned from a thread is killed as that thread ends: see
         `worker_child.die_with_parent`)."""
         wait_for_spares()
         forked = role == "compile" and compile_server.running()
