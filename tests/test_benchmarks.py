@@ -40,11 +40,12 @@ def test_smoke_run_of_an_anchor_list_and_its_report(tmp_path):
 
 def test_tunings_in_turns_a_tree_against_stock(tmp_path):
     """benchmarks/ab_tune.py at toy size: stock (skipped here: no GPU) and a tunegate run from
-    a tree, each in its own cold process, and a table of medians."""
+    a tree, each in its own cold process, and a table of medians; each run's timeline, which
+    benchmarks/trace_summary.py reads."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     run = subprocess.run([sys.executable, "benchmarks/ab_tune.py", "--list", "softmax_8192",
                           "--smoke", "--rounds", "1", "--trees", ".", "--json",
-                          str(tmp_path / "ab.json")],
+                          str(tmp_path / "ab.json"), "--trace", str(tmp_path / "traces")],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     runs = json.loads((tmp_path / "ab.json").read_text())["runs"]
@@ -53,3 +54,10 @@ def test_tunings_in_turns_a_tree_against_stock(tmp_path):
     tuned = runs[f"tunegate {ROOT}"][0]
     assert tuned["wall_s"] > 0 and tuned["check_seconds"] > 0 and tuned["best"]
     assert f"| tunegate {ROOT} | 1 |" in run.stdout
+    trace = tmp_path / "traces" / f"trace-{ROOT.name}-1.jsonl"
+    read = subprocess.run([sys.executable, "benchmarks/trace_summary.py", "--json", str(trace)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert read.returncode == 0, read.stderr
+    summary = json.loads(read.stdout)
+    assert [t["task"] for t in summary["tunings"]] == ["tutorial_softmax"]
+    assert summary["tunings"][0]["seconds"] > 0 and summary["program_ended_at"] > 0
