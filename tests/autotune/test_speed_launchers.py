@@ -93,6 +93,31 @@ def test_launchers_are_named_by_their_argument_types_and_cache(monkeypatch):
     assert one != launcher_helper({"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"})
 
 
+DRY = """
+import json
+from tests.kernels.pipelined_copy import chunked_copy
+from tunegate.autotune.launchers import dry_warmup
+from tunegate.autotune.precompile import TensorSpec, _compiling_for, _stand_in, gpu_target
+args = {"x_ptr": _stand_in(TensorSpec("float32")), "y_ptr": _stand_in(TensorSpec("float32")),
+        "n": 512}
+with _compiling_for(gpu_target((9, 0)), chunked_copy):
+    seen = dry_warmup(chunked_copy, args)  # BLOCK and STAGES, a config's, are not given
+    lacking = dry_warmup(chunked_copy, {"x_ptr": args["x_ptr"], "n": 512})
+print(json.dumps([seen["compile"]["signature"], seen["fn"] is chunked_copy, lacking]))
+"""
+
+
+def test_a_dry_warmup_tells_a_launchs_signature_and_compiles_nothing(tmp_path):
+    """What a run worker builds the launcher from before any config is compiled: the
+    signature of a launch with its draw-0 arguments, the config's constexprs stood in for."""
+    cache = tmp_path / "cache"
+    signature, same_function, lacking = run_python(DRY, cache)
+    assert signature == {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",
+                         "STAGES": "constexpr"}
+    assert same_function and lacking is None  # y_ptr's type is unknown: nothing to build from
+    assert not cache.exists() or not any(cache.iterdir())  # nothing was compiled
+
+
 COMPILE_WITH_LAUNCHER = """
 import json, threading
 from tests.kernels.pipelined_copy import chunked_copy
@@ -147,3 +172,35 @@ def test_a_run_worker_that_compiles_builds_the_launcher_beside_and_launches_at_o
     run_python(LAUNCH, cache, "beside", gpu=True)
     assert time.monotonic() - start < 20  # its launch waited for its own thread, not a timeout
     assert len(list(cache.glob("*/__triton_launcher*.so"))) == 1
+
+
+AHEAD = """
+import json, os, threading, torch
+from pathlib import Path
+from tests.kernels.pipelined_copy import chunked_copy
+from tunegate.autotune import launchers
+launchers.build_launchers_beside_compiles()  # as in a run worker
+x = torch.randn(512, device="cuda"); y = torch.empty_like(x)
+launchers.build_launcher_ahead(chunked_copy, {"x_ptr": x, "y_ptr": y, "n": 512})
+for t in threading.enumerate():
+    if t.name == "tunegate-launcher":
+        t.join()
+cache = Path(os.environ["TRITON_CACHE_DIR"])
+before = [sorted(map(str, cache.glob("*/__triton_launcher*.so"))), len(list(cache.glob("*/*.cubin")))]
+chunked_copy[(4,)](x, y, 512, BLOCK=32, STAGES=2, num_warps=4)
+torch.cuda.synchronize()
+assert torch.equal(x, y)
+print(json.dumps(before + [sorted(map(str, cache.glob("*/__triton_launcher*.so")))]))
+"""
+
+
+@pytest.mark.gpu
+def test_a_run_worker_builds_the_launcher_from_its_draw_before_any_compile(tmp_path):
+    from triton.backends.nvidia import driver
+
+    if not hasattr(driver, "make_launcher"):
+        pytest.skip("this Triton builds no launcher per kernel signature")
+    launchers_before, cubins_before, launchers_after = run_python(AHEAD, tmp_path / "cache",
+                                                                  gpu=True)
+    assert len(launchers_before) == 1 and cubins_before == 0  # built, nothing compiled yet
+    assert launchers_after == launchers_before  # the launch that compiled found it

@@ -152,6 +152,10 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
         with trace.span("runner"):
             runner = Runner(task, seed=setup.seed, baseline=baseline, inputs=setup.ref.inputs,
                             deterministic=setup.deterministic)
+        if runner.kind == "gpu" and task.launch is None:
+            from .launchers import build_launcher_ahead
+
+            build_launcher_ahead(task.kernel, runner.inputs(0))  # while configs compile
         return runner, Ready(runner.problem_key(), runner.kind, device_facts(),
                              runner.arg_specs())
     except BaselineError as e:
