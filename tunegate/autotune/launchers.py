@@ -213,11 +213,9 @@ def build_launchers_beside_compiles() -> None:
     except (ImportError, KeyError):
         return
     runtime = getattr(knobs, "runtime", None)
-    if runtime is None or not hasattr(runtime, "jit_cache_hook"):
+    if runtime is None or not hasattr(runtime, "jit_cache_hook") or _hook_in_place():
         return
     previous = runtime.jit_cache_hook
-    if getattr(previous, "_tunegate", False):
-        return
 
     def hook(**kwargs: Any) -> Any:
         try:
@@ -228,17 +226,20 @@ def build_launchers_beside_compiles() -> None:
 
     hook._tunegate = True  # type: ignore[attr-defined]
     runtime.jit_cache_hook = hook
-    _INSTALLED[0] = True
 
 
-_INSTALLED = [False]  # the hook above is in place in this process
+def _hook_in_place() -> bool:
+    """Whether Triton's compile hook in this process is the one of
+    `build_launchers_beside_compiles` (not replaced since by the program)."""
+    runtime = getattr(sys.modules.get("triton.knobs"), "runtime", None)
+    return getattr(getattr(runtime, "jit_cache_hook", None), "_tunegate", False)
 
 
 def build_launcher_ahead(kernel: Any, args: dict[str, Any]) -> None:
     """Start building the launcher `kernel` will launch through with `args` (a run worker's
     draw 0) before any of its configs is compiled (a 16-config softmax's first timing waited
     0.17-0.28 s for it), where launchers are built beside compiles in this process."""
-    if not _INSTALLED[0]:
+    if not _hook_in_place():
         return
     try:
         seen = dry_warmup(kernel, args)
@@ -347,7 +348,7 @@ def _waiting(launcher: type) -> type:
         def __init__(self, src: Any, metadata: Any) -> None:
             signature = getattr(src, "signature", None)
             name = launcher_helper(signature) if isinstance(signature, dict) else None
-            if name is None or getattr(metadata, "tensordesc_meta", None):
+            if name is None:
                 super().__init__(src, metadata)
                 return
             with building(name):
