@@ -127,3 +127,37 @@ def test_the_dropin_compiles_its_configs_ahead_in_compile_workers():
     assert result is not None and result.compile_seconds > 0, result
     assert not any("compile" in n and ("could not" in n or "first launch" in n)
                    for n in result.notes), result.notes
+
+
+@pytest.mark.gpu
+def test_a_tuning_on_a_gpu_in_use_compiles_its_list_while_its_run_worker_starts(
+        tmp_path, monkeypatch):
+    """In a process already working on its GPU (a drop-in's program), the list goes to the
+    compile workers before the run worker is ready (slowed by 3 s here): every config is
+    compiled by then, and none is asked for again."""
+    import torch
+
+    from tests.conftest import KERNELS
+    from tunegate.autotune import Store, Tuner, trace
+    from tunegate.autotune.pool import close_idle_workers
+    from tunegate.autotune.worker import TaskRef
+    from tunegate.kernelfile import load_module
+    from tunegate.policy import Policy
+
+    torch.zeros(1, device="cuda")  # this process uses its GPU, as the drop-in's program does
+    close_idle_workers()
+    events = tmp_path / "trace.jsonl"
+    monkeypatch.setenv(trace.ENV, str(events))
+    monkeypatch.setenv("SLOW_INPUTS_S", "3")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    path = KERNELS / "pipelined_copy.py"
+    task = load_module(path).TASK_SLOW_RUN_WORKER
+    result = Tuner(task, TaskRef(str(path), "TASK_SLOW_RUN_WORKER"), policy=Policy([]),
+                   store=Store(tmp_path / "s.sqlite"), compile_workers=2).run()
+    close_idle_workers()
+    assert result.best is not None, result.notes
+    log = trace.read(str(events))
+    run = {e["pid"] for e in log if e["event"] == "worker start" and e.get("role") == "run"}
+    ready = min(e["t"] for e in log if e["event"] == "load task" and e["pid"] in run)
+    compiled = [e["t"] for e in log if e["event"] == "Compile"]
+    assert len(compiled) == len(task.configs) and max(compiled) < ready

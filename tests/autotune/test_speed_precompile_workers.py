@@ -10,6 +10,7 @@ import time
 import pytest
 
 from tests.conftest import KERNELS
+from tunegate.autotune import trace
 from tunegate.autotune.pool import COMPILE_ENV, WorkerPool, close_idle_workers, idle_workers
 from tunegate.autotune.precompile import TaskCompiler
 from tunegate.autotune.worker import TaskRef
@@ -199,6 +200,91 @@ def test_no_compile_worker_is_started_while_those_of_an_earlier_tuning_still_imp
     finally:
         third.close()
         close_idle_workers()
+
+
+def test_configs_compiled_ahead_compile_while_the_run_worker_starts(tmp_path, monkeypatch):
+    """`compile_ahead` before the run worker is ready (in the drop-in it first compiles and
+    launches the baseline config: seconds on a large kernel): every config is compiled by the
+    time it is, and the search's stream reads those answers instead of asking again."""
+    close_idle_workers()
+    events = tmp_path / "trace.jsonl"
+    monkeypatch.setenv(trace.ENV, str(events))
+    monkeypatch.setenv("SLOW_INPUTS_S", "6")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    pool = WorkerPool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_SLOW_RUN_WORKER"),
+                      seed=0, baseline_json=None, compilers=2, deterministic=True,
+                      precompile=True)
+    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    try:
+        pool.launch()
+        pool.compile_ahead(configs, timeout=120, target="cuda:90:32")
+        pool.start()
+        ready = time.time()
+        replies = dict(pool.compile_stream(configs[1:], timeout=120, target="cuda:90:32"))
+    finally:
+        pool.close()
+        close_idle_workers()
+    assert {c: r.status for c, r in replies.items()} == {c: "ok" for c in configs[1:]}
+    compiled = [e["t"] for e in trace.read(str(events)) if e["event"] == "Compile"]
+    assert len(compiled) == len(configs)  # each asked once
+    assert max(compiled) < ready
+
+
+def test_a_batch_beyond_what_was_compiled_ahead_gets_a_stream_of_its_own(compiling_pool):
+    pool = compiling_pool
+    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    pool.compile_ahead(configs[:2], timeout=120, target="cuda:90:32")
+    replies = dict(pool.compile_stream(configs, timeout=120, target="cuda:90:32"))
+    assert {c: r.status for c, r in replies.items()} == {c: "ok" for c in configs}
+    assert all(w.idle() for w in pool.compilers)  # the first stream's answers were all read
+    pool.compile_ahead(configs, timeout=120, target="cuda:80:32")  # another GPU's target
+    replies = dict(pool.compile_stream(configs[:1], timeout=120, target="cuda:90:32"))
+    assert {c: r.status for c, r in replies.items()} == {configs[0]: "ok"}
+    assert all(w.idle() for w in pool.compilers)
+
+
+def test_a_pool_closed_with_its_compiles_ahead_unread_keeps_idle_workers(compiling_pool):
+    """A tuning that ends before its search reads what was compiled ahead (a stored best
+    reused, an error): the compiles in flight end before the workers are kept."""
+    pool = compiling_pool
+    configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    pool.compile_ahead(configs, timeout=120, target="cuda:90:32")
+    workers = list(pool.compilers)
+    pool.close()
+    assert all(w.alive() and w.idle() for w in workers)
+    assert all(w in idle_workers() for w in workers)
+
+
+def test_a_short_list_takes_only_compile_workers_that_have_imported_its_file(
+        tmp_path, monkeypatch):
+    """A drop-in list of two or three configs (`loaded_only`): no compile worker is started
+    for it (each would import the program's module first); kept ones that have imported it
+    compile its configs."""
+    close_idle_workers()
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    ref = TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_WITH_REFERENCE")
+
+    def short_list_pool() -> WorkerPool:
+        return WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
+                          precompile=True, loaded_only=True)
+
+    pool = short_list_pool()
+    try:
+        pool.start()
+        assert pool.compilers == []
+    finally:
+        pool.close()
+    _loaded_pool(ref, 2).close()  # two compile workers kept, the file imported
+    pool = short_list_pool()
+    configs = [Config(values={"BLOCK": 32, "STAGES": s}) for s in (1, 2)]
+    try:
+        pool.start()
+        assert len(pool.compilers) == 2 and all(ref.file in w.loaded for w in pool.compilers)
+        replies = dict(pool.compile_stream(configs, timeout=120, target="cuda:90:32"))
+    finally:
+        pool.close()
+        close_idle_workers()
+    assert {c: r.status for c, r in replies.items()} == {c: "ok" for c in configs}
 
 
 def test_a_task_that_launches_itself_is_refused_with_a_reason():

@@ -1,13 +1,14 @@
 """A chunked copy whose winner uses software pipelining unless a policy forbids it."""
 
 import os
+import time
 
 import torch
 import triton
 import triton.language as tl
 
 from tunegate.autotune import Task
-from tunegate.space import IntRange, Parameter, PowerOfTwo, Space
+from tunegate.space import Config, IntRange, Parameter, PowerOfTwo, Space
 
 
 @triton.jit
@@ -56,3 +57,17 @@ def _noting_environment(seed, device):
 
 TASK_NOTING_ENVIRONMENT = TASK_WITH_REFERENCE.model_copy(
     update={"make_inputs": _noting_environment})
+
+
+def _slow_in_the_run_worker(seed, device):
+    """make_inputs, $SLOW_INPUTS_S seconds slower outside compile workers: a run worker that
+    takes long to start (as a drop-in's does, compiling and launching its baseline first)."""
+    if os.environ.get("TUNEGATE_COMPILE_ONLY") != "1":
+        time.sleep(float(os.environ.get("SLOW_INPUTS_S", "0")))
+    return make_inputs(seed, device)
+
+
+TASK_SLOW_RUN_WORKER = TASK_WITH_REFERENCE.model_copy(update={
+    "make_inputs": _slow_in_the_run_worker,
+    "configs": tuple(Config(values={"BLOCK": b, "STAGES": s})
+                     for b in (32, 64) for s in (1, 2, 3))})

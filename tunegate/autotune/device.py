@@ -6,7 +6,7 @@ import os
 
 import torch
 
-__all__ = ["device_facts", "device_kind", "sync"]
+__all__ = ["device_facts", "device_kind", "gpu_in_use", "sync"]
 
 
 def device_kind() -> str:
@@ -14,6 +14,12 @@ def device_kind() -> str:
     if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
         return "interpreter"
     return "gpu"
+
+
+def gpu_in_use() -> bool:
+    """Whether this process already works on a CUDA GPU (its CUDA state is initialised), so
+    asking for the GPU's facts costs it nothing new."""
+    return device_kind() == "gpu" and torch.cuda.is_initialized()
 
 
 def device_facts() -> tuple[str, int] | None:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
-import queue
 import threading
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Hashable, Iterator
@@ -24,8 +22,9 @@ from ..errors import TunegateError
 from ..space.space import Config
 from .backend import COMPILE_ONLY
 from . import compile_server, steering, trace
+from .compile_stream import CompileStream
 from .local import LocalWorker
-from .messages import Compile, Reply
+from .messages import Reply
 from .warm import wait_for_spares
 from .worker import Setup, TaskRef, Worker, WorkerSetupError, file_stamp
 
@@ -34,9 +33,6 @@ __all__ = ["COMPILE_ENV", "WorkerPool", "close_idle_workers", "idle_workers", "c
 
 # A compile worker's environment: it sees no GPU and compiles for the run worker's target.
 COMPILE_ENV = {COMPILE_ONLY: "1", "CUDA_VISIBLE_DEVICES": ""}
-# How long the compile stream waits for a compile worker still loading the task before it
-# hands the run worker a config to compile itself.
-_COMPILER_GRACE_S = 0.05
 
 # Live workers not in use, by (variables read at start, role); spares arrive from another
 # thread.
@@ -214,12 +210,14 @@ def _try_wait(worker: Worker | LocalWorker) -> WorkerSetupError | None:
 
 class WorkerPool:
     """`runs` (one per device) take the requests that launch kernels; `compile_stream` spreads
-    compile requests over the compile workers. `launch` starts or re-tasks them without
-    waiting; `start` waits."""
+    compile requests over the compile workers (`compile_ahead` starts one before the run
+    workers are ready). `launch` starts or re-tasks them without waiting; `start` waits. With
+    `loaded_only`, the compile workers are only kept ones that have imported the task's file."""
 
     def __init__(self, ref: TaskRef, *, seed: int, baseline_json: str | None, compilers: int,
                  deterministic: bool, devices: int = 1, gpu: bool = False,
-                 setup_timeout: float = 600.0, precompile: bool = False) -> None:
+                 setup_timeout: float = 600.0, precompile: bool = False,
+                 loaded_only: bool = False) -> None:
         self.setup = Setup(ref, seed, baseline_json, deterministic).placed()
         self._compile_setup = Setup(ref.compiling(), seed, baseline_json, deterministic).placed()
         if ref.local is not None:  # tuned in this process: one run worker, no compile workers
@@ -232,6 +230,7 @@ class WorkerPool:
         self.runs: list[Worker | LocalWorker] = []
         self.compilers: list[Worker | LocalWorker] = []
         self._compilers_wanted = compilers
+        self._loaded_only = loaded_only  # only kept compile workers that imported the file
         # With `precompile`, compile workers see no GPU and compile into Triton's cache for
         # the target the run worker reports; else they compile on the GPU.
         self._compile_env = dict(COMPILE_ENV) if precompile else {}
@@ -243,15 +242,17 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closed = False
         self.reused = 0  # workers taken over from an earlier pool
+        self._ahead: CompileStream | None = None  # see `compile_ahead`
 
     @property
     def run(self) -> Worker | LocalWorker:
         return self.runs[0]
 
-    def _take(self, role: str, env: dict[str, str], new: bool = True
+    def _take(self, role: str, env: dict[str, str], new: bool = True, loaded: bool = False
               ) -> Worker | LocalWorker | None:
-        """A kept worker of this role and device, re-tasked; else a new one, unless not `new`
-        (None: a compile worker not started now, see `_give`). A run worker that sees one GPU
+        """A kept worker of this role and device (with `loaded`, one that has imported the
+        task's file), re-tasked; else a new one, unless not `new` (None: a compile worker not
+        started now, see `_give`). A run worker that sees one GPU
         of several gets the call's tensors as host copies; so does any worker, should this
         process's GPU memory fail to be shared (CUDA IPC)."""
         s = self._compile_setup if role == "compile" else self.setup
@@ -262,7 +263,7 @@ class WorkerPool:
         if role != "compile" and "CUDA_VISIBLE_DEVICES" in env:
             s = replace(s, ref=s.ref.on_host())
         try:
-            return self._give(role, env, s, new)
+            return self._give(role, env, s, new, loaded)
         except (KeyboardInterrupt, OSError):
             raise
         except Exception as e:  # noqa: BLE001 - what pickling a GPU tensor for IPC raises
@@ -271,21 +272,22 @@ class WorkerPool:
                 raise
             self.notes.append(f"the call's GPU tensors could not be shared with a worker "
                               f"({type(e).__name__}: {str(e)[:200]}); it got host copies")
-            return self._give(role, env, host, new)
+            return self._give(role, env, host, new, loaded)
 
-    def _give(self, role: str, env: dict[str, str], s: Setup, new: bool = True
-              ) -> Worker | None:
+    def _give(self, role: str, env: dict[str, str], s: Setup, new: bool = True,
+              loaded: bool = False) -> Worker | None:
         """`s` given to a kept worker of this role and device (one that has imported its file,
-        if any has), else to a new one (None if not `new`). A compile worker forked from the
-        compile server is started by its loading thread (see `_load_compiler`), and none while
-        as many as compile cores are still starting; any other here, in a thread that outlives
-        it (a process spawned from a thread is killed as that thread ends: see
-        `worker_child.die_with_parent`)."""
+        if any has; with `loaded`, only such a one), else to a new one (None if not `new`). A
+        compile worker forked from the compile server is started by its loading thread (see
+        `_load_compiler`), and none while as many as compile cores are still starting; any
+        other here, in a thread that outlives it (a process spawned from a thread is killed as
+        that thread ends: see `worker_child.die_with_parent`)."""
         wait_for_spares()
         forked = role == "compile" and compile_server.running()
         with _IDLE_LOCK:
             kept = _IDLE.get((self.identity, role), [])
-            found = min((w for w in kept if w.env == env and w.alive() and _can_load(w, s.ref)),
+            found = min((w for w in kept if w.env == env and w.alive() and _can_load(w, s.ref)
+                         and (not loaded or s.ref.file in w.loaded)),
                         key=lambda w: s.ref.file not in w.loaded, default=None)
             if found is not None:
                 kept.remove(found)
@@ -321,9 +323,10 @@ class WorkerPool:
         self._all_launched = True
         self.runs += [self._take(f"run{i}", env) for i, env in enumerate(self._envs) if i]
         wanted = 0 if _where(self.setup.ref) in _UNCOMPILABLE else self._compilers_wanted
-        with _IDLE_LOCK:
-            new = not _LOADING_COMPILERS  # else only kept ones: see _LOADING_COMPILERS
-        self.compilers = [w for w in (self._take("compile", self._compile_env, new)
+        with _IDLE_LOCK:  # else only kept ones: see _LOADING_COMPILERS
+            new = not _LOADING_COMPILERS and not self._loaded_only
+        self.compilers = [w for w in (self._take("compile", self._compile_env, new,
+                                                 self._loaded_only)
                                       for _ in range(wanted)) if w is not None]
         with _IDLE_LOCK:
             _LOADING_COMPILERS.update(self.compilers)
@@ -403,72 +406,43 @@ class WorkerPool:
             self.notes.append(note)
         worker.close()
 
+    def compile_ahead(self, configs: list[Config], timeout: float, target: str) -> None:
+        """Start compiling `configs` for `target` now, while the run worker still starts (no
+        specialisation of its draw yet: each compile worker has the call's, see
+        `TaskRef.compiling`); a `compile_stream` of those configs reads these answers instead
+        of asking again."""
+        if self.compilers and configs:
+            self._ahead = CompileStream(self.compilers, self._loaded, configs, timeout, target,
+                                        None)
+
     def compile_stream(self, configs: list[Config], timeout: float, target: str | None = None
                        ) -> Iterator[tuple[Config, Reply | None]]:
         """Compile `configs` in parallel (for `target`, in compile workers without a GPU,
-        specialised on the run worker's draw 0), each worker taking the next config once it
-        has loaded the task and whenever it is free; each config with its reply as soon as it
-        is compiled, so that timing starts on the first while the others compile. While no
-        compile worker has loaded the task, a config comes with no reply, for the run worker
-        to compile at its first launch: it never waits for them, and ends once every config
-        is taken, whichever are still loading. Without compile workers, none. Closed early, it
-        waits for the compiles in flight (a worker must not be handed on with an answer
-        unread)."""
-        if not self.compilers:
-            return
-        todo = deque(configs)
-        lock = threading.Lock()
-        done: queue.SimpleQueue[tuple[Config, Reply] | None] = queue.SimpleQueue()
-        ready = threading.Event()  # a compile worker has loaded the task
-        stop = threading.Event()  # the stream was closed early
-        specs = self.runs[0].arg_specs if self.runs else None
-
-        def take() -> Config | None:
-            with lock:
-                return todo.popleft() if todo else None
-
-        def serve(worker: Worker | LocalWorker) -> None:
-            try:
-                loaded = self._loaded.get(worker)
-                while loaded is not None and not loaded.wait(_COMPILER_GRACE_S):
-                    if stop.is_set() or not todo:  # all taken: the stream ends without it
-                        return
-                if not worker.alive():  # dropped: it could not load the task
-                    return
-                ready.set()
-                while not stop.is_set() and (config := take()) is not None:
-                    done.put((config, worker.request(Compile(config, target, specs), timeout)))
-            finally:
-                done.put(None)
-
-        pool = ThreadPoolExecutor(max_workers=len(self.compilers))
-        for worker in self.compilers:
-            pool.submit(serve, worker)
-        ended = 0
+        specialised on the run worker's draw 0), each config with its reply as soon as it is
+        compiled, so that timing starts on the first while the others compile (see
+        `CompileStream`); the answers of a `compile_ahead` of them where there is one. Without
+        compile workers, none. Closed early, it waits for the compiles in flight."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.target == target and set(configs) <= ahead.configs:
+            stream = ahead
+        else:
+            if ahead is not None:
+                ahead.close()
+            if not self.compilers:
+                return
+            specs = self.runs[0].arg_specs if self.runs else None
+            stream = CompileStream(self.compilers, self._loaded, configs, timeout, target, specs)
         try:
-            while ended < len(self.compilers):
-                wait = None if ready.is_set() or not todo else _COMPILER_GRACE_S
-                try:
-                    item = done.get(timeout=wait)
-                except queue.Empty:  # none has loaded the task yet: the run worker takes one
-                    config = take()
-                    if config is not None:
-                        yield config, None
-                    continue
-                if item is None:
-                    ended += 1
-                else:
-                    yield item
-            while (config := take()) is not None:  # every compile worker was dropped
-                yield config, None
+            yield from stream.replies(configs)
         finally:
-            stop.set()
-            pool.shutdown(wait=True)  # the compiles in flight end before the stream is left
             self.compilers = [w for w in self.compilers if w.alive()]
 
     def close(self) -> None:
         """Keep the live, idle workers for the next pool of this process; stop the rest. A
         compile worker still loading the task is kept by its loading thread once loaded."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:  # its compiles in flight end first
+            ahead.close()
         with self._lock:
             self._closed = True
             loading = {w for w, loaded in self._loaded.items() if not loaded.is_set()}

@@ -19,14 +19,16 @@ from .worker import TaskRef
 
 __all__ = ["DROPIN_COMPILE_AHEAD", "Sizing", "measure"]
 
-# A drop-in call's configs are compiled ahead only from this many candidates: its compile
-# workers each import the program's module once, which a list of two or three does not repay.
+# A drop-in call's configs are compiled ahead by compile workers of their own from this many
+# candidates: each new compile worker imports the program's module once, which a list of two
+# or three does not repay. A shorter list takes only kept workers that have imported it.
 DROPIN_COMPILE_AHEAD = 4
 
 
 class Sizing:
     """The pool one task gets, worked out once: the per-config timeout, the compile workers
-    and the devices; `note` says why a task without a reference gets one device."""
+    (with `loaded_only`, only kept ones that have imported the task's file) and the devices;
+    `note` says why a task without a reference gets one device."""
 
     def __init__(self, task: Task, *, budget: int, timeout: float | None,
                  compile_workers: int | None, devices: int | None) -> None:
@@ -40,9 +42,10 @@ class Sizing:
             compile_cores(self.devices)
         candidates = len(task.configs) if task.configs is not None else None
         compilers = min(compilers, budget, candidates or compilers)  # no idle ones
-        compiles = task.launch is None or (  # (see TaskCompiler)
-            task.compile_kwargs is not None and (candidates or 0) >= DROPIN_COMPILE_AHEAD)
-        self.compilers = compilers if self.gpu and compiles else 0
+        compiles = task.launch is None or task.compile_kwargs is not None  # (see TaskCompiler)
+        one = candidates == 1  # its compile is the run worker's own, at the baseline's launch
+        self.compilers = compilers if self.gpu and compiles and not one else 0
+        self.loaded_only = task.launch is not None and (candidates or 0) < DROPIN_COMPILE_AHEAD
         self.note = ("without a reference, configs are measured on one device: the vote on "
                      "the baseline's output needs every output in one worker"
                      if task.reference is None and visible > 1 else None)
@@ -50,7 +53,8 @@ class Sizing:
     def pool(self, ref: TaskRef, *, seed: int, baseline: Config | None,
              deterministic: bool) -> WorkerPool:
         return WorkerPool(ref, seed=seed, baseline_json=baseline.key() if baseline else None,
-                          compilers=self.compilers, deterministic=deterministic,
+                          compilers=self.compilers, loaded_only=self.loaded_only,
+                          deterministic=deterministic,
                           devices=self.devices, gpu=self.gpu, setup_timeout=self.timeout,
                           precompile=True)
 

@@ -4,7 +4,6 @@ before; the tuner owns budgets, measuring and recording. A strategy never leaves
 
 from __future__ import annotations
 
-import itertools
 import random
 from abc import ABC, abstractmethod
 from typing import ClassVar, Mapping, Sequence
@@ -14,7 +13,7 @@ from ..policy.region import Region
 from ..space.space import Config, InvalidConfig
 
 __all__ = ["STRATEGIES", "Exhaustive", "PatternSearch", "RandomSearch", "Strategy",
-           "make_strategy"]
+           "make_strategy", "whole_first_batch"]
 
 Results = Mapping[Config, float | None]  # config -> median ms, or None if it failed
 Prior = Mapping[Config, float]  # config -> its mean rank elsewhere (0 fastest .. 1 slowest)
@@ -86,8 +85,13 @@ class Exhaustive(Strategy):
         self._iter = iter(self.points) if self.points is not None else self.region.configs()
 
     def next_batch(self, results: Results) -> list[Config]:
-        first = self._favoured(self.batch)
-        return first + self._fresh(list(itertools.islice(self._iter, self.batch - len(first))))
+        """The favoured configs, then the next ones in order: a whole batch of configs not
+        proposed yet (a list that fits one batch is proposed whole, so it can be compiled
+        ahead as one, see `whole_first_batch`)."""
+        out = self._favoured(self.batch)
+        while len(out) < self.batch and (config := next(self._iter, None)) is not None:
+            out += self._fresh([config])
+        return out
 
 
 class RandomSearch(Strategy):
@@ -128,6 +132,9 @@ def _nearest(config: Config, points: Sequence[Config]) -> list[Config]:
             if sum(p.values.get(k) != v for k, v in config.values.items()) == 1]
 
 
+# Exhaustive batches are large so that a GPU compiles many configs in parallel at once.
+EXHAUSTIVE_BATCH = 64
+
 STRATEGIES: dict[str, type[Strategy]] = {
     s.name: s for s in (Exhaustive, RandomSearch, PatternSearch)
 }
@@ -143,6 +150,21 @@ def make_strategy(name: str, region: Region, rng: random.Random, *, budget: int,
         name = "exhaustive" if size <= budget else "pattern"
     if name not in STRATEGIES:
         raise UsageError(f"unknown strategy {name!r} (known: auto, {', '.join(STRATEGIES)})")
-    # Exhaustive batches are large so that a GPU compiles many configs in parallel at once.
-    return STRATEGIES[name](region, rng, points, batch=64 if name == "exhaustive" else 8,
-                            prior=prior)
+    return STRATEGIES[name](region, rng, points,
+                            batch=EXHAUSTIVE_BATCH if name == "exhaustive" else 8, prior=prior)
+
+
+def whole_first_batch(name: str, region: Region, points: Sequence[Config] | None, *,
+                      budget: int) -> list[Config] | None:
+    """The configs the search's first batch will hold whatever the prior ranks first: the
+    allowed configs of a list that the exhaustive strategy proposes in one batch (so they can
+    be compiled while the workers start); None where the search decides."""
+    if points is None or name not in ("auto", "exhaustive"):
+        return None
+    if name == "auto" and len(points) > budget:  # pattern search: see make_strategy
+        return None
+    try:
+        allowed = [p for p in points if region.contains(p)]
+    except InvalidConfig:  # the search says so, with its context
+        return None
+    return allowed if len(allowed) <= min(budget, EXHAUSTIVE_BATCH) else None

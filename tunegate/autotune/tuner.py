@@ -30,6 +30,7 @@ from .reuse import PROCESS_RECHECKED, Rechecked, check_here, in_process_runner, 
 from .schedule import Sizing
 from .search import Search
 from .store import Best, Store, TrialKey, open_store
+from .strategies import whole_first_batch
 from .stress import StressCheck
 from .task import Task
 from .winner import no_winner, stressed_winner, winner
@@ -290,6 +291,8 @@ class Tuner:
             if first_only and self.reusable:
                 pool.start_first()
             else:
+                pool.launch()
+                self._compile_ahead(pool)
                 pool.start()
         except WorkerSetupError:
             raise  # the pool closed itself (WorkerPool._wait)
@@ -297,6 +300,21 @@ class Tuner:
             pool.close()
             raise
         return pool
+
+    def _compile_ahead(self, pool: WorkerPool) -> None:
+        """In a process that already uses its GPU (a program through the drop-in): the configs
+        the search will compile first (a list it takes whole), sent to the compile workers
+        before the run worker is ready, which first compiles and launches the baseline config
+        (on a large kernel, seconds that the other configs' compiles now overlap)."""
+        from .device import device_facts, gpu_in_use  # (torch, which this module does not need)
+
+        if not pool.compilers or not gpu_in_use():
+            return
+        configs = whole_first_batch(self.strategy_name, self.region, self.task.configs,
+                                    budget=self.budget.configs)
+        facts = device_facts() if configs else None
+        if configs and facts is not None:
+            pool.compile_ahead(configs, self.sizing.timeout, facts[0])
 
     def _evaluator(self, worker: Worker) -> Evaluator:
         return Evaluator(worker, draws=self.draws, stress=self.stress,
