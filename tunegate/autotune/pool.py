@@ -252,9 +252,9 @@ class WorkerPool:
               ) -> Worker | LocalWorker | None:
         """A kept worker of this role and device (with `loaded`, one that has imported the
         task's file), re-tasked; else a new one, unless not `new` (None: a compile worker not
-        started now, see `_give`). A run worker that sees one GPU
-        of several gets the call's tensors as host copies; so does any worker, should this
-        process's GPU memory fail to be shared (CUDA IPC)."""
+        started now, see `_give`). A run worker that sees one GPU of several gets the call's
+        tensors as host copies; so does any worker, should this process's GPU memory fail to
+        be shared (CUDA IPC)."""
         s = self._compile_setup if role == "compile" else self.setup
         if s.ref.local is not None:
             local = LocalWorker(s, self.setup_timeout)
