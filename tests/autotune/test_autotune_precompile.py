@@ -132,9 +132,10 @@ def test_the_dropin_compiles_its_configs_ahead_in_compile_workers():
 @pytest.mark.gpu
 def test_a_tuning_on_a_gpu_in_use_compiles_its_list_while_its_run_worker_starts(
         tmp_path, monkeypatch):
-    """In a process already working on its GPU (a drop-in's program), the list goes to the
-    compile workers before the run worker is ready (slowed by 3 s here): every config is
-    compiled by then, and none is asked for again."""
+    """Without a reference, in a process already working on its GPU (a drop-in's program),
+    the list goes to the compile workers before the run worker is ready (slowed by 3 s here,
+    as the baseline's compile slows it): every config is compiled by then, and none is asked
+    for again."""
     import torch
 
     from tests.conftest import KERNELS

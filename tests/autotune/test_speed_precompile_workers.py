@@ -211,10 +211,10 @@ def test_configs_compiled_ahead_compile_while_the_run_worker_starts(tmp_path, mo
     monkeypatch.setenv(trace.ENV, str(events))
     monkeypatch.setenv("SLOW_INPUTS_S", "6")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
-    pool = WorkerPool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_SLOW_RUN_WORKER"),
-                      seed=0, baseline_json=None, compilers=2, deterministic=True,
-                      precompile=True)
     configs = [Config(values={"BLOCK": b, "STAGES": s}) for b in (32, 64) for s in (1, 2)]
+    pool = WorkerPool(TaskRef(str(KERNELS / "pipelined_copy.py"), "TASK_SLOW_RUN_WORKER"),
+                      seed=0, baseline_json=configs[0].key(), compilers=2, deterministic=True,
+                      precompile=True)
     try:
         pool.launch()
         pool.compile_ahead(configs, timeout=120, target="cuda:90:32")
