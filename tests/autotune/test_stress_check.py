@@ -230,3 +230,46 @@ def test_an_input_every_launch_leaves_alone_is_compared_only_after_the_first_and
     assert [names for first, names in asked if "x_ptr" in names] == \
         [names for first, names in asked if first] and len(asked) == 8
     assert ends == [[frozenset({"x_ptr"})] * 2]  # compared once more, after the last launch
+
+
+def _counting_runner(task):
+    """A runner of `task` and the seeds of the draws it makes from now on."""
+    from tests.kernels import trust
+    from tunegate.autotune.runner import Runner
+
+    made: list[int] = []
+
+    def make_inputs(seed, device):
+        made.append(seed)
+        return trust.make_inputs(seed, device)
+
+    runner = Runner(task.model_copy(update={"make_inputs": make_inputs}), seed=0, baseline=None)
+    made.clear()
+    return runner, made
+
+
+def test_a_tunings_stress_checks_share_fresh_draws_and_still_catch_an_input_dependent_config():
+    from tests.kernels import trust
+
+    runner, made = _counting_runner(trust.INPUT_DEPENDENT)
+    six = StressCheck(min_launches=6, max_launches=6, draws=6)
+    assert runner.stress(_config({"MODE": 0}), six).passed
+    first = list(made)
+    assert len(first) == 6 and 0 not in first  # fresh: not the quick checks' draw 0
+    report = runner.stress(_config({"MODE": 1}), six)  # wrong where x[0] > 0
+    assert made == first, "the second config's check made draws of its own"
+    assert not report.passed and report.first_mismatch.argument == "y_ptr", report.summary()
+    runner.stress(_config({"MODE": 0}), StressCheck(min_launches=8, max_launches=8, draws=8))
+    assert made == first + [first[-1] + 1, first[-1] + 2]  # only the two it lacked
+
+
+def test_stress_draws_too_big_to_keep_are_made_anew_for_each_check(monkeypatch):
+    from tests.kernels import trust
+    from tunegate.autotune import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "KEPT_STRESS_BYTES", 1024)  # one draw takes 3 KiB
+    runner, made = _counting_runner(trust.INPUT_DEPENDENT)
+    two = StressCheck(min_launches=2, max_launches=2, draws=2)
+    for _ in range(2):
+        assert runner.stress(_config({"MODE": 0}), two).passed
+    assert len(made) == len(set(made)) == 4

@@ -40,6 +40,9 @@ FRESH_DRAWS = 1_000_000  # stress draws start here: never the draws the quick ch
 # The short timing every candidate gets on a GPU: the median of ~10 ms of launches (each after
 # an L2 flush), enough to rank configs, since contenders are timed again in rounds (see search).
 SHORT_WARMUP_MS, SHORT_REP_MS = 3, 10
+# A tuning's stress draws are made once and kept for its next stress check while they take no
+# more memory than this (else each check makes its own, as a big problem's would not fit twice).
+KEPT_STRESS_BYTES = 1 << 30
 
 
 class Runner:
@@ -57,6 +60,7 @@ class Runner:
         self._expected_cache: dict[int, Expected] = {}
         self.not_compared: dict[str, str] = {n: "scratch" for n in task.scratch}  # name: why
         self._fresh = FRESH_DRAWS
+        self._stress_kept: list[tuple[Args, Expected]] = []  # see `_stress_draws`
         self._groups: list[tuple[str, dict[str, torch.Tensor]]] = []  # see `vote`
         if task.reference is None and baseline is None:
             raise BaselineError("no reference function and no baseline config")
@@ -201,6 +205,19 @@ class Runner:
         pristine = self._make(i)
         return pristine, self._expected(pristine)
 
+    def _stress_draws(self, n: int) -> list[tuple[Args, Expected]]:
+        """`n` fresh draws for a stress check, the earlier checks' first: every config of a
+        tuning is stressed on the same draws (never the quick checks'), made once while they
+        fit in KEPT_STRESS_BYTES (an fla tuning that stressed five configs spent a third of
+        its checking making twelve draws for each)."""
+        draws = self._stress_kept[:n]
+        while len(draws) < n:
+            draws.append(self._fresh_draw(self._fresh))
+            self._fresh += 1
+        if len(draws) > len(self._stress_kept) and _nbytes(draws) <= KEPT_STRESS_BYTES:
+            self._stress_kept = list(draws)
+        return draws
+
     def problem_key(self) -> str:
         return self.task.problem_key(self.inputs(0))
 
@@ -289,26 +306,23 @@ class Runner:
         return CheckResult(None, first + draws, None, time.perf_counter() - start, launches)
 
     def stress(self, config: Config, settings: StressCheck) -> StressReport:
-        """Many launches over fresh draws, each restored, poisoned (each round over the draws
-        alternates the two poisons) and compared bit for bit with the draw's first launch: the
-        same bits get that launch's verdict, other bits (a race, an unwritten element holding
-        the other poison, an atomic's order) a full comparison of their own. A round's launches
-        (one per draw, each into its own buffers) are queued back to back and their bit
-        comparisons read with one synchronisation: per launch, the device's work alone. An
-        input the draw's first launch left with its pristine bits is neither copied nor
-        compared again (`_kept_after_first`) until a launch on the draw goes wrong: what a
-        launch writes there stays, so the launches after it read it, and the last comparison
-        sees it (`_kept_changed`)."""
+        """Many launches over fresh draws (`_stress_draws`), each restored, poisoned (each
+        round over the draws alternates the two poisons) and compared bit for bit with the
+        draw's first launch: the same bits get that launch's verdict, other bits (a race, an
+        unwritten element holding the other poison, an atomic's order) a full comparison of
+        their own. A round's launches (one per draw, each into its own buffers) are queued
+        back to back and their bit comparisons read with one synchronisation: per launch, the
+        device's work alone. An input the draw's first launch left with its pristine bits is
+        neither copied nor compared again (`_kept_after_first`) until a launch on the draw
+        goes wrong: what a launch writes there stays, so the launches after it read it, and
+        the last comparison sees it (`_kept_changed`)."""
         s = settings.resolved(self.kind)
         assert s.min_launches and s.max_launches and s.draws and s.seconds is not None
         start = time.perf_counter()
         draws = []
         with trace.span("stress draws", draws=s.draws):
-            for _ in range(s.draws):
-                pristine, expected = self._fresh_draw(self._fresh)
-                self._fresh += 1
-                work = self.prepare(pristine)
-                draws.append((pristine, expected, work))
+            for pristine, expected in self._stress_draws(s.draws):
+                draws.append((pristine, expected, self.prepare(pristine)))
         firsts: list[dict[str, torch.Tensor] | None] = [None] * len(draws)
         verdicts: list[Mismatch | None] = [None] * len(draws)  # of each draw's first launch
         kept: list[frozenset[str]] = [frozenset()] * len(draws)  # see `prepare`
@@ -451,3 +465,11 @@ def _differing(pairs: list[tuple[Any, torch.Tensor, torch.Tensor]]) -> list[Any]
     synchronisation however many pairs there are."""
     flags = torch.stack([bits_differ(a, b) for _, a, b in pairs]).tolist() if pairs else []
     return [key for (key, _, _), flag in zip(pairs, flags) if flag]
+
+
+def _nbytes(draws: list[tuple[Args, Expected]]) -> int:
+    """The memory the tensors of `draws` take: their inputs and expected states."""
+    return sum(t.numel() * t.element_size()
+               for pristine, expected in draws
+               for t in (*tensors_of(pristine).values(), *expected.tensors.values(),
+                         *expected.written.values()))
