@@ -9,16 +9,21 @@
 #   `tunegate run -m pytest` (issues 15, 16); LIMITS_liger / LIMITS_fla: "stock first second" s;
 #   RUNS_liger / RUNS_fla may add base1 (BASE_TREE's code, cold: see peer_suite.sh);
 # - rule_review: what the shipped policy removes from the libraries' autotune lists (issue 17);
-# - ab: cold tunings of AB_LIST (default softmax_8192) in AB_ROUNDS turns (default 3) of stock
-#   and each of AB_TREES (default ".", e.g. ". ab/<sha>"), each run traced (issue 16), AB_S s.
+# - ab: cold tunings of each list of AB_LIST (default softmax_8192) in AB_ROUNDS turns (default
+#   3) of stock and each of AB_TREES (default ".", e.g. ". ab/<sha>"), each run traced (issue
+#   16), AB_S s a list; AB_ROUNDS_<list> / AB_S_<list> for one list.
 FORCE_TESTS=${FORCE_TESTS:-"tests/ops/test_ttt.py::test_chunk[B1-T63-H1-D64-scale1-chunk_size16-torch.float16]"}
 wanted() { [[ " ${LIBRARY_STEPS:-peer_liger helion} " == *" $1 "* ]]; }
 wanted force_fla && step force_fla 90 bash -c "cd peer/fla && $PY ../../benchmarks/force_configs.py \
     --kernel chunk_bwd_kernel_dqke --repeat ${FORCE_REPEAT:-5} \
     --json $WORK/results/force_fla.json -- '$FORCE_TESTS'"
-wanted ab && step ab ${AB_S:-90} "$PY" benchmarks/ab_tune.py --list "${AB_LIST:-softmax_8192}" \
-    --rounds "${AB_ROUNDS:-3}" --trees ${AB_TREES:-.} --budget-s $(( ${AB_S:-90} - 25 )) \
-    --json "$WORK/results/ab/${AB_LIST:-softmax_8192}.json" --trace "$WORK/results/ab"
+for list in ${AB_LIST:-softmax_8192}; do  # AB_ROUNDS_<list> / AB_S_<list> for one list
+    rounds_var=AB_ROUNDS_$list s_var=AB_S_$list
+    s=${!s_var:-${AB_S:-90}}
+    wanted ab && step ab_$list $s "$PY" benchmarks/ab_tune.py --list "$list" \
+        --rounds "${!rounds_var:-${AB_ROUNDS:-3}}" --trees ${AB_TREES:-.} --budget-s $(( s - 25 )) \
+        --json "$WORK/results/ab/$list.json" --trace "$WORK/results/ab/$list"
+done
 wanted helion && step helion ${HELION_S:-80} bash -c "$PY benchmarks/helion_gpu.py --effort quick \
     --generations 3 --kernels ${HELION_KERNELS:-softmax matmul} > $WORK/results/helion_h200.jsonl; echo exit=\$?; \
     cat $WORK/results/helion_h200.jsonl"
