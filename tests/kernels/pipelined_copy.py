@@ -67,8 +67,7 @@ def _slow_in_the_run_worker(seed, device):
     return make_inputs(seed, device)
 
 
-_SLOW_RUN_WORKER = {"make_inputs": _slow_in_the_run_worker,
-                    "configs": tuple(Config(values={"BLOCK": b, "STAGES": s})
-                                     for b in (32, 64) for s in (1, 2, 3))}
-TASK_SLOW_RUN_WORKER = TASK.model_copy(update=_SLOW_RUN_WORKER)
-TASK_SLOW_RUN_WORKER_WITH_REFERENCE = TASK_WITH_REFERENCE.model_copy(update=_SLOW_RUN_WORKER)
+TASK_SLOW_RUN_WORKER = TASK.model_copy(update={
+    "make_inputs": _slow_in_the_run_worker,
+    "configs": tuple(Config(values={"BLOCK": b, "STAGES": s})
+                     for b in (32, 64) for s in (1, 2, 3))})
