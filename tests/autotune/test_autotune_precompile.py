@@ -132,13 +132,14 @@ def test_the_dropin_compiles_its_configs_ahead_in_compile_workers():
 @pytest.mark.gpu
 def test_a_tuning_on_a_gpu_in_use_compiles_its_list_while_its_run_worker_starts(
         tmp_path, monkeypatch):
-    """Without a reference, in a process already working on its GPU (a drop-in's program),
-    the list goes to the compile workers before the run worker is ready (slowed by 3 s here,
-    as the baseline's compile slows it): every config is compiled by then, and none is asked
-    for again."""
+    """In a process already working on its GPU whose compile workers have the call's dtypes
+    (a drop-in's program), the list goes to the compile workers before the run worker is
+    ready (slowed by 3 s here, as the baseline's compile slows it): every config is compiled
+    by then, and none is asked for again."""
     import torch
 
     from tests.conftest import KERNELS
+    from tests.kernels.pipelined_copy import SlowRunWorkerCall
     from tunegate.autotune import Store, Tuner, trace
     from tunegate.autotune.pool import close_idle_workers
     from tunegate.autotune.worker import TaskRef
@@ -153,7 +154,8 @@ def test_a_tuning_on_a_gpu_in_use_compiles_its_list_while_its_run_worker_starts(
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     path = KERNELS / "pipelined_copy.py"
     task = load_module(path).TASK_SLOW_RUN_WORKER
-    result = Tuner(task, TaskRef(str(path), "TASK_SLOW_RUN_WORKER"), policy=Policy([]),
+    ref = TaskRef(str(path), "TASK_SLOW_RUN_WORKER", inputs=SlowRunWorkerCall())
+    result = Tuner(task, ref, policy=Policy([]),
                    store=Store(tmp_path / "s.sqlite"), compile_workers=2).run()
     close_idle_workers()
     assert result.best is not None, result.notes

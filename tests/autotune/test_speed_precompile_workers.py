@@ -365,3 +365,19 @@ def test_a_misaligned_argument_leaves_compile_workers_to_make_their_own_inputs()
         "x_ptr": TensorSpec("float32"), "y_ptr": TensorSpec("float32"), "n": 512}
     misaligned = task.model_copy(update={"make_inputs": shifted})
     assert Runner(misaligned, seed=0, baseline=None).arg_specs() is None
+
+
+def test_only_compile_workers_given_a_calls_dtypes_can_compile_ahead_of_the_run_worker():
+    """A drop-in call's compile workers specialise on its dtypes, so they may compile before
+    the run worker has drawn; a task's own would have to make its inputs first."""
+    from tests.kernels.pipelined_copy import SlowRunWorkerCall
+
+    path = str(KERNELS / "pipelined_copy.py")
+
+    def pool(ref):
+        return WorkerPool(ref, seed=0, baseline_json=None, compilers=2, deterministic=True,
+                          precompile=True)
+
+    assert pool(TaskRef(path, "TASK_SLOW_RUN_WORKER",
+                        inputs=SlowRunWorkerCall())).compilers_have_the_call
+    assert not pool(TaskRef(path, "TASK_SLOW_RUN_WORKER")).compilers_have_the_call

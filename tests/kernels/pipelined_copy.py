@@ -71,3 +71,17 @@ TASK_SLOW_RUN_WORKER = TASK.model_copy(update={
     "make_inputs": _slow_in_the_run_worker,
     "configs": tuple(Config(values={"BLOCK": b, "STAGES": s})
                      for b in (32, 64) for s in (1, 2, 3))})
+
+
+class SlowRunWorkerCall:
+    """A drop-in call's data as its workers get it (`inputs.CallerData`, a TaskRef's `inputs`):
+    the run worker's arguments are `_slow_in_the_run_worker`'s, the compile workers' `specs`,
+    their dtypes alone."""
+
+    def __call__(self, seed, device):
+        return _slow_in_the_run_worker(seed, device)
+
+    def specs(self):
+        from tunegate.autotune.inputs import CallerData
+
+        return CallerData(make_inputs(0, "cpu"), seed=0).specs()

@@ -302,17 +302,17 @@ class Tuner:
         return pool
 
     def _compile_ahead(self, pool: WorkerPool) -> None:
-        """Without a reference, in a process that already uses its GPU (a program through the
-        drop-in): the configs the search will compile first (a list it takes whole), sent to
-        the compile workers before the run worker is ready, which first compiles and launches
-        the baseline config for the expected outputs (on a large kernel, seconds that the
-        other configs' compiles now overlap; a drop-in's compile workers have the call's
-        dtypes). With a reference the run worker is ready in a fraction of a second, and
-        compile workers sent ahead of its draw make their own: on the CPU where `make_inputs`
-        needs real data, which made an 8192^2 softmax's tuning 1.5x slower (H100, 4a6da42)."""
+        """In a process that already uses its GPU, where the compile workers have the call's
+        argument dtypes (a program through the drop-in): the configs the search will compile
+        first (a list it takes whole), sent to the compile workers before the run worker is
+        ready, which first compiles and launches the baseline config for the expected outputs
+        (on a large kernel, seconds that the other configs' compiles now overlap). Other
+        compile workers sent ahead of the run worker's draw 0 make one of their own: on the
+        CPU where `make_inputs` needs real data, which made an 8192^2 softmax's tuning 1.5x
+        slower (H100, 4a6da42)."""
         from .device import device_facts, gpu_in_use  # (torch, which this module does not need)
 
-        if not pool.compilers or self.baseline is None or not gpu_in_use():
+        if not pool.compilers or not pool.compilers_have_the_call or not gpu_in_use():
             return
         configs = whole_first_batch(self.strategy_name, self.region, self.task.configs,
                                     budget=self.budget.configs)
