@@ -71,12 +71,13 @@ class LocalWorker:
         self._pending = False
         from .backend import interpret_without_gpu
         from .worker import BaselineFailed, WorkerSetupError
-        from .worker_child import NotReady, ready
+        from .worker_child import NotReady, build_ahead, ready
 
         interpret_without_gpu()
         runner, message = ready(self.setup, self.ref.local)
         if isinstance(message, NotReady):
             raise (BaselineFailed if message.baseline else WorkerSetupError)(message.error)
+        build_ahead(runner)
         self._runner = runner
         self.problem_key, self.kind, self.device_facts = message.problem_key, message.kind, \
             message.device_facts

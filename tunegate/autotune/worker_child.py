@@ -20,7 +20,8 @@ from . import steering, trace
 from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
 
-__all__ = ["NotReady", "Preload", "Ready", "child_main", "classify", "die_with_parent", "ready"]
+__all__ = ["NotReady", "Preload", "Ready", "build_ahead", "child_main", "classify",
+           "die_with_parent", "ready"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
 _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
@@ -152,16 +153,25 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
         with trace.span("runner"):
             runner = Runner(task, seed=setup.seed, baseline=baseline, inputs=setup.ref.inputs,
                             deterministic=setup.deterministic)
-        if runner.kind == "gpu" and task.launch is None:
-            from .launchers import build_launcher_ahead
-
-            build_launcher_ahead(task.kernel, runner.inputs(0))  # while configs compile
         return runner, Ready(runner.problem_key(), runner.kind, device_facts(),
                              runner.arg_specs())
     except BaselineError as e:
         return None, NotReady(str(e), baseline=True)
     except Exception as e:
         return None, NotReady(f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
+
+
+def build_ahead(runner: Any) -> None:
+    """What a run worker starts once it has said that it is ready, while the tuning hands the
+    compile workers their configs: the launcher of draw 0's signature (see
+    `launchers.build_launcher_ahead`), off the path to their first compile (a softmax run
+    worker's start took 0.1 s more for it)."""
+    from .runner import Runner
+
+    if isinstance(runner, Runner) and runner.kind == "gpu" and runner.task.launch is None:
+        from .launchers import build_launcher_ahead
+
+        build_launcher_ahead(runner.task.kernel, runner.inputs(0))
 
 
 def _prepare_spare() -> None:
@@ -200,6 +210,7 @@ def _take_task(conn: Connection, setup: Setup) -> Any:
     with trace.span("load task"):
         runner, message = ready(setup)
     conn.send(message)
+    build_ahead(runner)
     return runner
 
 
