@@ -234,14 +234,13 @@ def test_an_input_every_launch_leaves_alone_is_compared_only_after_the_first_and
 
 def _counting_runner(task):
     """A runner of `task` and the seeds of the draws it makes from now on."""
-    from tests.kernels import trust
     from tunegate.autotune.runner import Runner
 
     made: list[int] = []
 
     def make_inputs(seed, device):
         made.append(seed)
-        return trust.make_inputs(seed, device)
+        return task.make_inputs(seed, device)
 
     runner = Runner(task.model_copy(update={"make_inputs": make_inputs}), seed=0, baseline=None)
     made.clear()
@@ -273,3 +272,21 @@ def test_stress_draws_too_big_to_keep_are_made_anew_for_each_check(monkeypatch):
     for _ in range(2):
         assert runner.stress(_config({"MODE": 0}), two).passed
     assert len(made) == len(set(made)) == 4
+
+
+def test_split_k_atomics_into_an_unzeroed_output_fail_on_the_draws_a_right_config_passed():
+    """The tutorial-style split-K matmul: SPLIT_K=1 stores its tile (right), SPLIT_K=2 adds
+    into an output nobody zeroed (wrong on every draw); the draws it shares are the right
+    config's, and none is made again. Zeroed first (`reset_to_zero`), SPLIT_K=2 is right."""
+    from examples import splitk
+    from tests.kernels import trust
+
+    four = StressCheck(min_launches=4, max_launches=4, draws=4)
+    tile = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4}
+    runner, made = _counting_runner(splitk.TASK)
+    assert runner.stress(_config({**tile, "SPLIT_K": 1}), four).passed
+    first = list(made)
+    report = runner.stress(_config({**tile, "SPLIT_K": 2}), four)
+    assert made == first and not report.passed and report.wrong == 4, report.summary()
+    zeroed, _ = _counting_runner(trust.SPLIT_K_ZEROED)
+    assert zeroed.stress(_config({**tile, "SPLIT_K": 2}), four).passed

@@ -7,9 +7,9 @@ are cached on disk by their C source. Here they are built ahead: the driver's ut
 background process as a tuning program starts (`build_driver_ahead`), a signature's launcher
 in a thread beside the first compile of that signature, in a compile worker as in a run worker
 (`build_launchers_beside_compiles`), and in a run worker from its draw 0 once it has said that
-it is ready, before any config is compiled (`build_launcher_ahead`). A worker about to build a helper that
-another process or thread is building waits for it (`building`) and then finds it in the
-cache, instead of building it too.
+it is ready, before any config is compiled (`build_launcher_ahead`). A worker about to build a
+helper that another process or thread is building waits for it (`building`) and then finds it
+in the cache, instead of building it too.
 """
 
 from __future__ import annotations

@@ -411,7 +411,7 @@ class WorkerPool:
         """Whether the compile workers specialise on a call's argument dtypes (the drop-in's,
         `TaskRef.compiling`), not on the run worker's draw 0: they can compile before it is
         ready without making inputs of their own."""
-        return getattr(self.setup.ref.inputs, "specs", None) is not None
+        return self.setup.ref.has_call
 
     def compile_ahead(self, configs: list[Config], timeout: float, target: str) -> None:
         """Start compiling `configs` for `target` now, while the run worker still starts (no

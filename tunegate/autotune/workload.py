@@ -30,11 +30,16 @@ class TaskRef:
     call: Any = None
     local: Any = None
 
+    @property
+    def has_call(self) -> bool:
+        """Whether `inputs` is a call's data (`CallerData`), which compile workers get as its
+        arguments' dtypes and values alone (`compiling`)."""
+        return getattr(self.inputs, "specs", None) is not None
+
     def compiling(self) -> "TaskRef":
         """This ref as a compile worker loads it: a call's arguments as their dtypes and values,
         without the tensors' contents (`CallerData.specs`)."""
-        specs = getattr(self.inputs, "specs", None)
-        return replace(self, inputs=specs()) if specs is not None else self
+        return replace(self, inputs=self.inputs.specs()) if self.has_call else self
 
     def on_host(self) -> "TaskRef":
         """This ref for a worker that cannot open this process's GPU memory: a call's tensors
