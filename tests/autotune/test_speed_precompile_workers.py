@@ -280,6 +280,7 @@ def test_a_short_list_takes_only_compile_workers_that_have_imported_its_file(
     try:
         pool.start()
         assert len(pool.compilers) == 2 and all(ref.file in w.loaded for w in pool.compilers)
+        assert all(loaded.wait(120) for loaded in pool._loaded.values())  # re-tasked: loaded
         replies = dict(pool.compile_stream(configs, timeout=120, target="cuda:90:32"))
     finally:
         pool.close()

@@ -44,6 +44,8 @@ class CompileStream:
         self._lock = threading.Lock()
         self._done: queue.SimpleQueue[tuple[Config, Reply] | None] = queue.SimpleQueue()
         self._ready = threading.Event()  # a compile worker has loaded the task
+        if any(loaded.get(w) is None or loaded[w].is_set() for w in workers):
+            self._ready.set()  # already: the reader never hands a config to the run worker
         self._stop = threading.Event()
         self._workers = len(workers)
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(workers)),
