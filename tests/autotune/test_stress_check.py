@@ -124,6 +124,22 @@ def test_a_baseline_outvoted_by_agreeing_configs_stops_the_run(tmp_path):
     assert e.value.result.error.startswith("the baseline config looks wrong")
 
 
+def test_configs_found_wrong_against_an_outvoted_baseline_are_not_quarantined(tmp_path):
+    """A later run on the same store must measure them again: skipped as quarantined, they
+    would leave the wrong baseline unopposed, and it would be returned."""
+    for _ in range(2):
+        with pytest.raises(TuneError, match="baseline config looks wrong: 3 configs agree"):
+            tuner("WRONG_BASELINE", tmp_path).run()
+    store = Store(tmp_path / "s.sqlite")
+    assert store.outcomes(("wrong",)) == []
+    unjudged = store.outcomes(("baseline_error",))
+    assert len(unjudged) == 6 and all(r.summary.startswith("not judged: wrong output")
+                                      for _, _, _, r in unjudged)
+    explain = run_cli("policy", "explain", "BLOCK=64, VARIANT=1", "--kernel",
+                      f"{KERNELS / 'trust.py'}:WRONG_BASELINE", "--store", str(tmp_path / "s.sqlite"))
+    assert "REJECTED" not in explain.stdout and "not judged: " in explain.stdout, explain.stdout
+
+
 def _config(values):
     from tunegate.space import Config
 

@@ -12,6 +12,8 @@ from collections import Counter
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from ..outcome import Outcome
+from ..reasons import Reason
 from ..space.space import Config
 from .evaluator import Trial
 from .store import Store, StoreError, TrialKey
@@ -85,6 +87,25 @@ class Ledger:
                               checked_launches=trial.checked_launches, reason=trial.reason)
         except StoreError as e:
             self.store_failed(e)
+
+    def unjudge(self, why: str) -> None:
+        """The baseline this run compared with looks wrong (`why`): the configs found wrong
+        against it are stored as not judged, so that no later run skips them as quarantined
+        (one that did would leave the baseline unopposed, and return it)."""
+        for i, trial in enumerate(self.trials):
+            if trial.status is not Outcome.WRONG or trial.reason is None:
+                continue
+            reason = Reason(kind=Outcome.BASELINE_ERROR,
+                            summary=f"not judged: {trial.reason.summary}, but {why}",
+                            evidence=trial.reason.evidence)
+            try:
+                self.store.update(self._rows[i], Outcome.BASELINE_ERROR, time_ms=None,
+                                  checked_draws=trial.checked_draws,
+                                  checked_launches=trial.checked_launches, reason=reason)
+            except StoreError as e:
+                self.store_failed(e)
+        self.note("the configs found wrong against the baseline are not quarantined: the "
+                  "next run measures them again")
 
     def forget(self, config: Config | None = None) -> None:
         """Drop the key's stored best (only if it is `config`, when given): it failed a check."""

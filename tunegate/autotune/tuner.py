@@ -197,6 +197,7 @@ class Tuner:
         wrong = None if self.baseline is None else outvoted(self.ledger.trials, self.baseline,
                                                             self.compared_with)
         if wrong is not None:
+            self.ledger.unjudge(wrong)
             raise TuneError(wrong, self._result(start, evaluators))
         try:
             if stopped is not None:  # no worker left to stress-check with
