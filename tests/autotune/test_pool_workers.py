@@ -170,3 +170,47 @@ def test_a_kept_worker_takes_the_variables_it_reads_at_work_from_each_task(tmp_p
         close_idle_workers()
     seen = [line.split() for line in marker.read_text().splitlines()]
     assert seen[0] == [str(first), "None"] and seen[1] == [str(first), str(tmp_path / "inductor")]
+
+
+SEGFAULTING = '''\
+import os
+import signal
+
+import triton
+
+from tunegate.autotune import Task
+from tunegate.space import Choice, Parameter, Space
+
+from tests.kernels import trust
+
+
+def launch(args, config):
+    if config.values["MODE"] == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)  # what a wild pointer does on a GPU host
+    trust.double[(1,)](args["x_ptr"], args["y_ptr"], args["n"], BLOCK=256, VARIANT=1)
+
+
+TASK = trust.INTERMITTENT.model_copy(update={
+    "name": "segfaulting", "launch": launch,
+    "space": Space(parameters={"MODE": Parameter(domain=Choice(choices=(0, 1), default=0))})})
+'''
+
+
+def test_a_worker_killed_by_a_signal_says_which(tmp_path):
+    path = tmp_path / "segfaulting.py"
+    path.write_text(SEGFAULTING)
+    result = tune(path, Store(tmp_path / "s.sqlite"))
+    crashed = next(t for t in result.trials if t.config.values["MODE"] == 1)
+    assert crashed.status == "crashed" and "killed by SIGSEGV" in crashed.reason.summary, \
+        crashed.reason
+    assert result.best.values == {"MODE": 0}
+
+
+@pytest.mark.parametrize("option, value", [("timeout", float("nan")), ("timeout", float("inf")),
+                                           ("timeout", -1), ("draws", 0), ("devices", 0)])
+def test_option_values_the_cli_refuses_are_refused_before_any_worker_starts(tmp_path, option,
+                                                                            value):
+    from tunegate.errors import UsageError
+
+    with pytest.raises(UsageError, match=f"{option} must be"):
+        tune(write(tmp_path), Store(tmp_path / "s.sqlite"), **{option: value})

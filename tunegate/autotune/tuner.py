@@ -10,12 +10,14 @@ same task fingerprint, problem, environment and code-generation variables.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from typing import Any, Callable
 
 from ..policy import Environment, KernelTraits, Policy, Region, detect_environment, \
     detect_traits
+from ..errors import UsageError
 from ..policy.verdict import match_rule
 from ..space.space import Config
 from .baseline import allowed_baseline, alternatives, baseline_config, outvoted
@@ -71,6 +73,8 @@ class Tuner:
                  staged_timing: bool = True, rechecked: Rechecked | None = None,
                  traits: KernelTraits | None = None, here: Any = None,
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        _check_options(draws=draws, timeout=timeout, compile_workers=compile_workers,
+                       devices=devices)
         self.task, self.ref, self.here = task, ref, here
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
@@ -350,3 +354,20 @@ class Tuner:
             startup_seconds=phases["startup"], compile_seconds=phases["compile"],
             timing_seconds=phases["timing"],
             **{"best": None, "best_time_ms": None, "trials": self.ledger.trials, **fields})
+
+
+def _check_options(*, draws: int, timeout: float | None, compile_workers: int | None,
+                   devices: int | None) -> None:
+    """Refuse option values the CLI would refuse, before any worker starts: a NaN or infinite
+    timeout reached the worker's wait and left its replies out of step for the next tuning."""
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise UsageError(f"draws must be a whole number of input draws, 1 or more, not {draws!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise UsageError(f"timeout must be a positive, finite number of seconds (or None for "
+                         f"the default), not {timeout!r}")
+    for name, value, low in (("compile_workers", compile_workers, 0), ("devices", devices, 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < low):
+            raise UsageError(f"{name} must be a whole number, {low} or more (or None for the "
+                             f"default), not {value!r}")

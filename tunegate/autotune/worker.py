@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import signal
 import socket
 import sys
 import threading
@@ -310,18 +311,23 @@ class Worker:
         self.wait()
         assert self._conn is not None
         start = time.perf_counter()
-        self._conn.send(request)
-        if not self._conn.poll(timeout):
+        try:
+            self._conn.send(request)
+            answered = self._conn.poll(timeout)
+        except BaseException:  # Ctrl-C, or a bad timeout: the answer would reach the next request
+            self.stop()
+            raise
+        if not answered:
             self.stop()
             return Reply(Outcome.TIMEOUT, error=f"no answer within {timeout:.0f} s (killed)",
                          seconds=time.perf_counter() - start)
         try:
             msg = self._conn.recv()
         except EOFError:
-            code = self._proc.exitcode if self._proc else None
+            died = self._death()
             self.stop()
             tail = self.stderr_tail()
-            return Reply(Outcome.CRASHED, error=f"worker died (exit code {code})"
+            return Reply(Outcome.CRASHED, error=f"worker died ({died})"
                          + (f":\n{tail}" if tail else ""), seconds=time.perf_counter() - start)
         elapsed = time.perf_counter() - start
         self._unread = 0
@@ -331,6 +337,23 @@ class Worker:
         if outcome is Outcome.CRASHED:
             self.stop()
         return Reply(outcome, error=value, seconds=elapsed)
+
+    def _death(self) -> str:
+        """How the worker that closed its pipe ended: its exit code, or the signal that killed
+        it (a segfault is SIGSEGV), once it has been reaped."""
+        proc = self._proc
+        if proc is None:
+            return "exit code unknown"
+        proc.join(timeout=5)
+        code = proc.exitcode
+        if code is None:
+            return "it closed its pipe and has not exited"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
 
     def kill(self) -> None:
         """Send the process SIGKILL without waiting for it to end (`stop` waits): many workers
