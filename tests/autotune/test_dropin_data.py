@@ -142,3 +142,23 @@ def _sum_in_worker(conn: Any) -> None:
     args = make(0, "cuda")
     args["x"].mul_(2)  # the worker's own copy
     conn.send(float(args["x"].double().sum()) / 2)
+
+
+def test_an_output_atomics_add_into_is_the_caller_s_and_a_wrong_config_is_rejected():
+    x = torch.randn(3, 64)
+    for _ in range(2):
+        out = torch.zeros(3)
+        mod.split_sum_kernel[lambda meta: (3, meta["SPLIT"])](x, out, 64)
+        assert torch.allclose(out, x.sum(1), atol=1e-5)
+    statuses = {(t.config["SPLIT"], t.config["TWICE"]): t.status
+                for t in mod.split_sum_kernel.last_result.trials}
+    assert statuses == {(1, 0): "ok", (2, 0): "ok", (2, 1): "wrong"}
+
+
+def test_an_argument_updated_in_place_without_restore_value_is_restored_for_each_launch():
+    x = torch.randn(100)
+    x0 = x.clone()
+    for i in range(2):
+        mod.increment_kernel[lambda meta: (-(-100 // meta["BLOCK"]),)](x, 100)
+        assert torch.allclose(x, x0 + (i + 1))
+    assert {t.status for t in mod.increment_kernel.last_result.trials} == {"ok"}

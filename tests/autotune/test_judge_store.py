@@ -267,7 +267,7 @@ from tunegate.space import Choice, Parameter, Space
 
 
 @triton.jit
-def scale(x_ptr, n, FACTOR: tl.constexpr):
+def scale(x_ptr, n, FACTOR: tl.constexpr, WARPS_HINT: tl.constexpr):
     offs = tl.arange(0, 64)
     mask = offs < n
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * FACTOR, mask=mask)
@@ -278,10 +278,15 @@ def make_inputs(seed, device):
     return {"x_ptr": torch.randn(64, generator=g).to(device), "n": 64}
 
 
-TASK = Task(name="scale", kernel=scale,
-            space=Space(parameters={"FACTOR": Parameter(domain=Choice(choices=(2, 3, 4),
-                                                                      default=2))}),
-            grid=(1,), make_inputs=make_inputs, outputs=(), restore_value=("x_ptr",))
+SPACE = Space(parameters={"FACTOR": Parameter(domain=Choice(choices=(2, 3, 4), default=2)),
+                          "WARPS_HINT": Parameter(domain=Choice(choices=(0, 1), default=0))})
+# FACTOR=2 is right (the baseline, and one more config); 3 and 4 are wrong, each its own way.
+TASK = Task(name="scale", kernel=scale, space=SPACE, grid=(1,), make_inputs=make_inputs,
+            outputs=(), restore_value=("x_ptr",),
+            configs=tuple(SPACE.complete(v) for v in ({"FACTOR": 2}, {"FACTOR": 2, "WARPS_HINT": 1},
+                                                      {"FACTOR": 3}, {"FACTOR": 4})))
+# No config agrees with the baseline: three outputs, none more likely right than another.
+UNSUPPORTED = TASK.model_copy(update={"configs": TASK.configs[:1] + TASK.configs[2:]})
 '''
 
 
@@ -293,5 +298,21 @@ def test_an_in_place_kernel_without_outputs_keeps_its_right_baseline(tmp_path):
     path.write_text(INPLACE_MODULE)
     result = Tuner(load_module(path).TASK, TaskRef(str(path), "TASK"), policy=Policy([]),
                    store=Store(tmp_path / "s.sqlite")).run()
-    by_factor = {t.config["FACTOR"]: t.status for t in result.trials}
-    assert result.best == {"FACTOR": 2} and by_factor == {2: "ok", 3: "wrong", 4: "wrong"}
+    by_config = {(t.config["FACTOR"], t.config["WARPS_HINT"]): t.status for t in result.trials}
+    assert result.best["FACTOR"] == 2
+    assert by_config == {(2, 0): "ok", (2, 1): "ok", (3, 0): "wrong", (4, 0): "wrong"}
+
+
+@pytest.mark.interpreter
+def test_a_baseline_no_config_agrees_with_is_not_trusted(tmp_path):
+    """Three configs, three different outputs, no reference: the baseline is no likelier right
+    than either other (a default BLOCK too small for the row looks just like this), so none is
+    returned."""
+    from tunegate.kernelfile import load_module
+
+    path = tmp_path / "inplace_mod.py"
+    path.write_text(INPLACE_MODULE)
+    with pytest.raises(TuneError, match="baseline config looks wrong: 2 configs disagree among "
+                                        "themselves and with the baseline config FACTOR=2"):
+        Tuner(load_module(path).UNSUPPORTED, TaskRef(str(path), "UNSUPPORTED"),
+              policy=Policy([]), store=Store(tmp_path / "s.sqlite")).run()

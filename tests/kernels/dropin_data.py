@@ -52,3 +52,32 @@ def accumulate_kernel(x_ptr, out_ptr, acc_ptr, n, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, tl.load(out_ptr + offs, mask=mask) + x, mask=mask)
     tl.store(acc_ptr + offs, tl.load(acc_ptr + offs, mask=mask) * 2 + x, mask=mask)
+
+
+# Partial sums added atomically into `out`, which the program zeroes before each call (no
+# `reset_to_zero`): its contents matter, so it is restored from the call, never poisoned (atomics
+# into a NaN poison left every config "unwritten", and nothing was compared). TWICE adds twice.
+@triton.autotune(configs=[triton.Config({"SPLIT": 1, "TWICE": 0}),
+                          triton.Config({"SPLIT": 2, "TWICE": 0}),
+                          triton.Config({"SPLIT": 2, "TWICE": 1})],
+                 key=["n"])
+@triton.jit
+def split_sum_kernel(x_ptr, out_ptr, n, SPLIT: tl.constexpr, TWICE: tl.constexpr):
+    row, part = tl.program_id(0), tl.program_id(1)
+    cols = part * (64 // SPLIT) + tl.arange(0, 64 // SPLIT)
+    partial = tl.sum(tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0), axis=0)
+    tl.atomic_add(out_ptr + row, partial)
+    if TWICE:
+        tl.atomic_add(out_ptr + row, partial)
+
+
+# Updated in place with no `restore_value`: the tuning restores it from the source's load and
+# store, timing launches too (unrestored, every timed output was x + 3, and all were rejected).
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32}),
+                          triton.Config({"BLOCK": 64})],
+                 key=["n"])
+@triton.jit
+def increment_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)

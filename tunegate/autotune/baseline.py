@@ -98,19 +98,24 @@ def _off(value: Any, domain: Any, features: tuple[str, ...]) -> Any:
 def outvoted(trials: list[Trial], baseline: Config, compared_with: str) -> str | None:
     """Why the baseline looks wrong, if a larger group of configs agree among themselves and
     disagree with it than agree with it; None if it stands."""
-    votes = Counter(t.vote for t in trials if t.vote is not None)
+    votes = Counter(t.vote for t in trials if t.vote is not None and t.config != baseline)
     if not votes:
         return None
     group, size = votes.most_common(1)[0]
     support = sum(1 for t in trials if t.status is Outcome.OK and t.config != baseline)
-    # A larger agreeing group outvotes the baseline; with no other config agreeing with
-    # the baseline, a lone dissenter leaves its output unsupported, but dissenters that
-    # disagree among themselves too outvote nothing.
-    lone = sum(votes.values()) == 1 and support == 0
-    if not (size > support and (size >= 2 or lone)):
+    # A larger agreeing group outvotes the baseline; and where no other config agrees with
+    # the baseline, any dissent leaves its output unsupported: with three configs that all
+    # disagree, the baseline is no likelier to be the right one than either other.
+    if not (size > support and size >= 2 or support == 0):
         return None
     members = [t.config.text() for t in trials if t.vote == group]
-    agree = "configs agree among themselves and disagree" if size >= 2 else "config disagrees"
-    return (f"the baseline config looks wrong: {size} {agree} with {compared_with}, and only "
+    dissent = sum(votes.values())
+    if size >= 2:
+        said = f"{size} configs agree among themselves and disagree"
+    elif dissent == 1:
+        said = "1 config disagrees"
+    else:
+        said = f"{dissent} configs disagree among themselves and"
+    return (f"the baseline config looks wrong: {said} with {compared_with}, and only "
             f"{support} other agree with it (e.g. {members[0]}); give the task a reference "
             "function (`reference=` of the drop-in autotune, or a Task's `reference`)")

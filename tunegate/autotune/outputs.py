@@ -34,6 +34,10 @@ def _is_read(name: str) -> bool:
     return name == "load"
 
 
+def _is_update(name: str) -> bool:
+    return name.startswith("atomic_")  # reads what it writes: the old contents matter
+
+
 def _roots(node: ast.AST | None) -> set[str]:
     """Names a pointer expression is built from: `y` in `y + row * stride` (and `row`, `stride`)."""
     if node is None:
@@ -79,21 +83,29 @@ class Accesses:
     reaches memory through (local pointer arithmetic followed back to its parameters)."""
 
     parameters: tuple[str, ...]
-    read: frozenset[str]
-    written: frozenset[str]
+    read: frozenset[str]  # by tl.load
+    written: frozenset[str]  # by a store or an atomic
+    updated: frozenset[str] = frozenset()  # by an atomic, which reads the old contents too
+
+    def read_and_written(self) -> tuple[str, ...]:
+        """Parameters whose contents before a launch matter to what it writes there."""
+        return tuple(p for p in self.parameters
+                     if p in self.written and (p in self.read or p in self.updated))
 
 
 def stored_arguments(kernel: Any) -> tuple[str, ...]:
-    """Parameters of `kernel` that a store or atomic writes through and no load reads, in
+    """Parameters of `kernel` that a store writes through and no load or atomic reads, in
     signature order: the outputs whose old contents do not matter.
 
-    An argument that is also loaded is updated in place: an input, not an output to poison.
+    An argument that is also loaded, or that an atomic adds into (a split-K sum into a buffer
+    the program zeroed), is updated in place: an input, not an output to poison.
     Scalars used in a written address (strides) are returned too; keep the tensors.
     Follows local assignments (`row_ptr = Y + row * stride`); accesses made inside other jit
     functions the kernel calls are not seen, so pass `outputs=` for those.
     """
     seen = argument_accesses(kernel)
-    return tuple(p for p in seen.parameters if p in seen.written and p not in seen.read)
+    return tuple(p for p in seen.parameters if p in seen.written and p not in seen.read
+                 and p not in seen.updated)
 
 
 def argument_accesses(kernel: Any) -> Accesses:
@@ -119,7 +131,9 @@ def argument_accesses(kernel: Any) -> Accesses:
     calls = [n for n in ast.walk(func) if isinstance(n, ast.Call)]
     written = _reach(set().union(*(_accessed_roots(c, _is_write) for c in calls)), assigned)
     read = _reach(set().union(*(_accessed_roots(c, _is_read) for c in calls)), assigned)
-    return Accesses(parameters=tuple(params), read=frozenset(read), written=frozenset(written))
+    updated = _reach(set().union(*(_accessed_roots(c, _is_update) for c in calls)), assigned)
+    return Accesses(parameters=tuple(params), read=frozenset(read), written=frozenset(written),
+                    updated=frozenset(updated))
 
 
 def _reach(names: set[str], assigned: dict[str, set[str]]) -> set[str]:

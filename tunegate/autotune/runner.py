@@ -69,6 +69,8 @@ class Runner:
         self.poisoned = tuple(n for n in task.outputs
                               if n not in self.in_place and n not in self.zeroed)
         self._validate_names()
+        drawn = self.inputs(0)  # what the source names but the task does not pass is no argument
+        self.in_place = tuple(n for n in self.in_place if isinstance(drawn.get(n), torch.Tensor))
         self.draw(0)  # fail fast: a raising reference or a broken baseline stops the run now
 
     def _validate_names(self) -> None:

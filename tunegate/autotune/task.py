@@ -104,20 +104,25 @@ class Task(BaseModel):
         return digest(parts)
 
     def written_in_place(self) -> tuple[str, ...]:
-        """Outputs the kernel also reads: named in `restore_value`, or loaded by the kernel's
-        source where trait detection found an in-place argument. Never poisoned."""
+        """Arguments restored before every launch, timing launches too: those named in
+        `restore_value`; outputs loaded by the kernel's source where trait detection found an
+        in-place argument (never poisoned); and arguments that are not outputs which the
+        source both reads (a load, or an atomic into them) and writes, so that what a timing
+        launch leaves is the output of one launch, as the check after it needs. A declared
+        output that only an atomic reads stays an output: poisoned unless it is zeroed."""
         from ..policy import detect_traits
         from ..policy.traits import TraitError
         from .outputs import argument_accesses
 
         named = [n for n in self.restore_value]
         try:
+            seen = argument_accesses(self.kernel)
             in_place = "in_place" in detect_traits(self.kernel).traits
-            loaded = argument_accesses(self.kernel).read if in_place and self.launch is None \
-                else frozenset()
         except TraitError:
-            loaded = frozenset()
-        named += [n for n in self.outputs if n in loaded]
+            return tuple(dict.fromkeys(named))
+        if in_place and self.launch is None:
+            named += [n for n in self.outputs if n in seen.read]
+        named += [n for n in seen.read_and_written() if n not in self.outputs]
         return tuple(dict.fromkeys(named))
 
     def problem_key(self, args: Args) -> str:
