@@ -95,8 +95,8 @@ def test_caller_s_tensors_are_written_once_by_the_call_and_never_by_tuning():
     mod.accumulate_kernel[(4,)](x, out, acc, 50)
     assert len(mod.accumulate_kernel.last_result.trials) == 2
     assert torch.equal(base, before["base"])
-    # Triton zeroes `out` only before its benchmark runs, not before the call itself.
-    assert torch.equal(out, before["out"] + x)
+    # As Triton after its benchmark (`pre_hook(..., reset_only=True)`): `out` zeroed first.
+    assert torch.equal(out, x)
     assert torch.equal(acc, before["acc"] * 2 + x)
 
 
@@ -162,3 +162,9 @@ def test_an_argument_updated_in_place_without_restore_value_is_restored_for_each
         mod.increment_kernel[lambda meta: (-(-100 // meta["BLOCK"]),)](x, 100)
         assert torch.allclose(x, x0 + (i + 1))
     assert {t.status for t in mod.increment_kernel.last_result.trials} == {"ok"}
+
+
+def test_reset_to_zero_outputs_are_zeroed_before_the_tuning_call_s_launch_as_triton_does():
+    x, out = torch.randn(3, 64), torch.full((3,), 123.0)
+    mod.reset_sum_kernel[lambda meta: (3, meta["SPLIT"])](x, out, 64)
+    assert torch.allclose(out, x.sum(1), atol=1e-5)

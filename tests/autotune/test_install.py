@@ -159,3 +159,40 @@ def test_a_worker_started_while_an_unguarded_script_runs_does_not_run_it(tmp_pat
     assert done.returncode == 0, done.stderr[-3000:]
     assert "doubled True" in done.stdout and "'BLOCK': 16" not in done.stdout, done.stdout
     assert len(marker.read_text().split()) == 1  # no worker ran it
+
+
+MAIN_REFERENCE = textwrap.dedent("""
+    import torch, triton, triton.language as tl
+    import tunegate
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 64})],
+                     key=["n"])
+    @triton.jit
+    def add_one(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+    def reference(x_ptr, out_ptr, n):
+        return x_ptr + 1.0
+
+    add_one = tunegate.wrap(add_one, reference=reference)
+
+    if __name__ == "__main__":
+        x, out = torch.randn(100), torch.zeros(100)
+        add_one[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
+        print("right", torch.allclose(out, x + 1))
+    """)
+
+
+def test_a_reference_defined_in_the_script_run_as_main_is_tuned_in_this_process(tmp_path):
+    """Worker processes never run the program's script, so they cannot load a function of its
+    `__main__`: such a call is tuned in the program, saying why (a worker died loading it, with
+    a stray traceback on the program's stderr)."""
+    script = tmp_path / "app.py"
+    script.write_text(MAIN_REFERENCE)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
+                               "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
+    assert done.returncode == 0 and "right True" in done.stdout, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]

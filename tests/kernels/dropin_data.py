@@ -81,3 +81,15 @@ def increment_kernel(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)
+
+
+# `out` is zeroed by reset_to_zero only: Triton zeroes it before the tuning call's own launch
+# too, so a program passing an uninitialised buffer is right on that call.
+@triton.autotune(configs=[triton.Config({"SPLIT": 1}), triton.Config({"SPLIT": 2})],
+                 key=["n"], reset_to_zero=["out_ptr"])
+@triton.jit
+def reset_sum_kernel(x_ptr, out_ptr, n, SPLIT: tl.constexpr):
+    row, part = tl.program_id(0), tl.program_id(1)
+    cols = part * (64 // SPLIT) + tl.arange(0, 64 // SPLIT)
+    tl.atomic_add(out_ptr + row, tl.sum(tl.load(x_ptr + row * n + cols, mask=cols < n,
+                                                other=0.0), axis=0))

@@ -6,7 +6,8 @@ how a key is tuned: configs the policy disables are dropped, the rest are measur
 isolated worker processes on copies of the call's own tensors (and, for further draws, slightly
 perturbed copies: see `CallerData`), experimental ones are accuracy-checked, and so is the
 winner. The caller's own tensors are only read, never written, while tuning, so
-`reset_to_zero`/`restore_value` need no clean-up afterwards. Each tuning is reported in one log
+`restore_value` needs no clean-up afterwards; `reset_to_zero` tensors are zeroed before the
+tuning call's own launch, as Triton does after its benchmark. Each tuning is reported in one log
 line (see `dropin_report`); why each dropped or rejected config lost is logged at DEBUG.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import atexit
 import copy
+import inspect
+import io
 import logging
 import os
 import pickle
@@ -61,15 +64,34 @@ _GIVE_A_REFERENCE = (
 _SCRATCH: dict[str, Store] = {}
 
 
+class _MainReferences(pickle.Pickler):
+    """A pickler that notes the functions and classes it saves by a name in `__main__`: they
+    pickle here, but a worker, which never runs the program's script, cannot load them."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO())
+        self.found: list[str] = []
+
+    def reducer_override(self, obj: Any) -> Any:
+        if (inspect.isfunction(obj) or isinstance(obj, type)) and obj.__module__ == "__main__":
+            self.found.append(obj.__qualname__)
+        return NotImplemented
+
+
 def _unpicklable(call: CallSite, inputs: CallerData) -> str:
     """Why a worker cannot be sent this call (a lambda reference, an argument that does not
-    pickle), or "" if it can. The tensors' host copies always pickle and are not tried."""
+    pickle, a reference function defined in the script run as `__main__`), or "" if it can.
+    The tensors' host copies always pickle and are not tried."""
     for what, value in (("the call's options", call), ("its non-tensor arguments",
                                                       inputs.template)):
+        pickler = _MainReferences()
         try:
-            pickle.dumps(value)
+            pickler.dump(value)
         except Exception as e:  # PicklingError, TypeError, AttributeError: all say the same
             return f"{what} cannot be sent to a worker process: {type(e).__name__}: {e}"
+        if pickler.found:
+            return (f"{what} name {', '.join(sorted(set(pickler.found)))} of the script run as "
+                    "__main__, which worker processes do not run")
     return ""
 
 
@@ -152,6 +174,9 @@ class Autotuner(TritonAutotuner):
             key = self._key(kwargs)
             if key not in self.cache:
                 self.cache[key] = self._choose(args, kwargs, key)
+                if len(self.configs) > 1:
+                    self._reset_after_tuning({**self.nargs, **kwargs,
+                                              **self.cache[key].all_kwargs()})
             config = self.cache[key]
             self.best_config = config
             if config.pre_hook is not None:
@@ -160,6 +185,22 @@ class Autotuner(TritonAutotuner):
             return self.fn.run(*args, **{**kwargs, **config.all_kwargs()})
         finally:
             self.nargs = None
+
+    def _reset_after_tuning(self, nargs: dict[str, Any]) -> None:
+        """What Triton does after its benchmark, before the call's own launch: the pre_hook with
+        `reset_only=True`, which zeroes the call's `reset_to_zero` tensors (a program that
+        passes `torch.empty` there is right on its tuning call). A hook without `reset_only`
+        (an older Triton's) is left alone, and the tensors zeroed here."""
+        try:
+            takes = "reset_only" in inspect.signature(self.pre_hook).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if takes:
+            self.pre_hook(nargs, reset_only=True)
+        elif not getattr(self, "user_defined_pre_hook", False):
+            for name in self.reset_to_zero:
+                if nargs.get(name) is not None:
+                    nargs[name].zero_()
 
     def _key(self, kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """Triton's key: the `key` arguments' values, then every tensor argument's dtype."""
