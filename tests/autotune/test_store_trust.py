@@ -79,6 +79,18 @@ def test_a_relaxed_policy_says_a_retune_could_help_and_retune_forces_one(tmp_pat
     assert not retuned.reused and len(retuned.trials) == 2
 
 
+def test_a_stored_best_that_is_no_config_of_the_task_is_forgotten_and_retuned(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    path = write(tmp_path, "base")
+    assert not run(path, store).reused
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:  # a damaged row: a block the space lacks
+        db.execute("""UPDATE best SET config='{"BLOCK": 4096}'""")
+    again = run(path, store)
+    assert not again.reused and again.best is not None
+    assert any("is not a config of this task (parameter 'BLOCK'" in n and "s.sqlite" in n
+               for n in again.notes), again.notes
+
+
 def test_a_schema_1_database_migrates(tmp_path):
     from tunegate.autotune.store import SCHEMA_VERSION
 

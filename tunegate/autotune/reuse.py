@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..outcome import Outcome
 from ..policy import Region
 from ..reasons import Reason
-from ..space.space import Config
+from ..space.space import Config, InvalidConfig
 from .evaluator import Trial
 from .ledger import Ledger
 from .store import Best
@@ -54,7 +54,15 @@ def stored_best(ledger: Ledger, region: Region, recheck: Callable[[Config, int],
     stored = ledger.store.best(k.task, k.problem, k.env)
     if stored is None:
         return None
-    if not region.contains(stored.config):  # first: the store keeps the faster of a stored
+    try:
+        allowed = region.contains(stored.config)
+    except InvalidConfig as e:  # the task's space is in its key: only a damaged row gets here
+        ledger.notes.append(f"the stored best {stored.config.text()} in {ledger.store.path} is "
+                            f"not a config of this task ({e}): a damaged row, forgotten; "
+                            "retuned")
+        ledger.forget()
+        return None
+    if not allowed:  # first: the store keeps the faster of a stored
         # best and the run's, so an excluded one must go
         rules = ", ".join(m.rule for m in region.verdict(stored.config).matched
                           if m.action == "disable")
