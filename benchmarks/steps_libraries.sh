@@ -11,7 +11,7 @@
 # - rule_review: what the shipped policy removes from the libraries' autotune lists (issue 17);
 # - ab: cold tunings of each list of AB_LIST (default softmax_8192) in AB_ROUNDS turns (default
 #   3) of stock and each of AB_TREES (default ".", e.g. ". ab/<sha>"), each run traced (issue
-#   16), AB_S s a list; AB_ROUNDS_<list> / AB_S_<list> for one list.
+#   16), AB_S s a list; AB_ROUNDS_<list> / AB_S_<list> for one list; AB_NO_STOCK=1 leaves stock out.
 FORCE_TESTS=${FORCE_TESTS:-"tests/ops/test_ttt.py::test_chunk[B1-T63-H1-D64-scale1-chunk_size16-torch.float16]"}
 wanted() { [[ " ${LIBRARY_STEPS:-peer_liger helion} " == *" $1 "* ]]; }
 wanted force_fla && step force_fla 90 bash -c "cd peer/fla && $PY ../../benchmarks/force_configs.py \
@@ -22,6 +22,7 @@ for list in ${AB_LIST:-softmax_8192}; do  # AB_ROUNDS_<list> / AB_S_<list> for o
     s=${!s_var:-${AB_S:-90}}
     wanted ab && step ab_$list $s "$PY" benchmarks/ab_tune.py --list "$list" \
         --rounds "${!rounds_var:-${AB_ROUNDS:-3}}" --trees ${AB_TREES:-.} --budget-s $(( s - 25 )) \
+        $( [[ ${AB_NO_STOCK:-0} == 1 ]] && echo --no-stock ) \
         --json "$WORK/results/ab/$list.json" --trace "$WORK/results/ab/$list"
 done
 wanted helion && step helion ${HELION_S:-80} bash -c "$PY benchmarks/helion_gpu.py --effort quick \

@@ -124,7 +124,7 @@ def test_a_misbehaving_input_maker_or_reference_is_one_error_line(tmp_path, name
     assert "Traceback" not in done.stderr, done.stderr
     said_lines = [line for line in done.stderr.splitlines() if said in line]
     assert done.returncode == 1 and len(said_lines) == 1, done.stderr
-    assert said_lines[0].startswith("tunegate: tuning failed: cannot check chunked_copy")
+    assert said_lines[0].startswith("tunegate: error: tuning failed: cannot check chunked_copy")
 
 
 def test_run_passes_the_program_s_own_options_to_it_as_python_does(tmp_path):

@@ -89,7 +89,8 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
     try:
         result = tuner.run()
     except TuneError as e:
-        print(f"tunegate: tuning failed: {e}", file=sys.stderr)
+        print(f"tunegate: error: tuning failed: {_render.escape(str(e), keep_newlines=True)}",
+              file=sys.stderr)
         if args.json:
             return EXIT_DETECTED, _json.tuning(
                 e.result.model_dump(mode="json") if e.result is not None else
