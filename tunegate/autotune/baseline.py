@@ -106,7 +106,7 @@ def outvoted(trials: list[Trial], baseline: Config, compared_with: str) -> str |
     # A larger agreeing group outvotes the baseline; and where no other config agrees with
     # the baseline, any dissent leaves its output unsupported: with three configs that all
     # disagree, the baseline is no likelier to be the right one than either other.
-    if not (size > support and size >= 2 or support == 0):
+    if not ((size > support and size >= 2) or support == 0):
         return None
     members = [t.config.text() for t in trials if t.vote == group]
     dissent = sum(votes.values())

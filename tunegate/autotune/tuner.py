@@ -15,9 +15,9 @@ import time
 import uuid
 from typing import Any, Callable
 
+from ..errors import UsageError
 from ..policy import Environment, KernelTraits, Policy, Region, detect_environment, \
     detect_traits
-from ..errors import UsageError
 from ..policy.verdict import match_rule
 from ..space.space import Config
 from .baseline import allowed_baseline, alternatives, baseline_config, outvoted
