@@ -88,3 +88,4 @@ def test_a_stored_best_that_fails_the_in_process_recheck_is_retuned(tmp_path):
     again = Tuner(task, TaskRef(str(path), "TASK"), policy=Policy([]), store=store).run()
     assert not again.reused and again.best is not None and cold.best is not None
     assert any("failed its re-check on a fresh draw" in n for n in again.notes)
+    assert sum(t.config == cold.best for t in again.trials) == 1  # its re-check, not also a skip

@@ -75,8 +75,10 @@ class Search:
                 for config in [c for c in batch if c in quarantined]:
                     batch.remove(config)
                     results[config] = None
-                    ledger.record(Trial(config=config, status=Outcome.WRONG,
-                                        reason=quarantined[config]))
+                    if not any(t.config == config for t in ledger.trials):  # not if this run
+                        # quarantined it (a stored best that failed its re-check): one row
+                        ledger.record(Trial(config=config, status=Outcome.WRONG,
+                                            reason=quarantined[config]))
                 phase, compiled = time.perf_counter(), ledger.phases["compile"]
                 with closing(self._compiled(batch)) as ready:
                     for trial in measure(self.evaluators, ready, self.out_of_time,
