@@ -168,3 +168,45 @@ def test_reset_to_zero_outputs_are_zeroed_before_the_tuning_call_s_launch_as_tri
     x, out = torch.randn(3, 64), torch.full((3,), 123.0)
     mod.reset_sum_kernel[lambda meta: (3, meta["SPLIT"])](x, out, 64)
     assert torch.allclose(out, x.sum(1), atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", ["squares_named_kernel", "squares_kernel"])
+def test_an_output_a_helper_adds_into_is_restored_and_a_wrong_config_is_rejected(kernel):
+    tuned = getattr(mod, kernel)
+    x = torch.randn(100)
+    y0 = torch.randn(100)
+    y = y0.clone()
+    tuned[lambda meta: (-(-100 // meta["BLOCK"]),)](x, y, 100)
+    assert torch.allclose(y, y0 + x * x)
+    statuses = {(t.config["BLOCK"], t.config["TWICE"]): t.status
+                for t in tuned.last_result.trials}
+    assert statuses == {(32, 0): "ok", (64, 0): "ok", (64, 1): "wrong"}
+
+
+def test_configs_that_agree_on_leaving_a_tail_unwritten_do_not_outvote_the_baseline():
+    x, y = torch.randn(100), torch.zeros(100)
+    mod.tail_kernel[lambda meta: (-(-100 // meta["BLOCK"]),)](x, y, 100)
+    assert torch.allclose(y, 3 * x)
+    assert sum(t.status == "wrong" for t in mod.tail_kernel.last_result.trials) == 2
+
+
+def test_threads_calling_one_kernel_with_two_keys_are_tuned_each_on_its_own_call():
+    import threading
+
+    calls = {n: (torch.randn(n), torch.zeros(n)) for n in (100, 130)}
+    errors = []
+
+    def call(n):
+        try:
+            mod.tail_kernel[lambda meta: (-(-n // meta["BLOCK"]),)](*calls[n], n)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for n, (x, y) in calls.items():
+        assert torch.allclose(y, 3 * x), n

@@ -93,3 +93,41 @@ def reset_sum_kernel(x_ptr, out_ptr, n, SPLIT: tl.constexpr):
     cols = part * (64 // SPLIT) + tl.arange(0, 64 // SPLIT)
     tl.atomic_add(out_ptr + row, tl.sum(tl.load(x_ptr + row * n + cols, mask=cols < n,
                                                 other=0.0), axis=0))
+
+
+@triton.jit
+def _add_square_into(y_ptr, x_ptr, offs, mask):
+    """`y += x * x` in a helper: the kernel's own source shows no load of y."""
+    tl.store(y_ptr + offs, tl.load(y_ptr + offs, mask=mask) + tl.load(x_ptr + offs, mask=mask)
+             * tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def _accumulate_squares(x_ptr, y_ptr, n, BLOCK: tl.constexpr, TWICE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    _add_square_into(y_ptr, x_ptr, offs, mask)
+    if TWICE:
+        _add_square_into(y_ptr, x_ptr, offs, mask)
+
+
+_SQUARES = [triton.Config({"BLOCK": 32, "TWICE": 0}), triton.Config({"BLOCK": 64, "TWICE": 0}),
+            triton.Config({"BLOCK": 64, "TWICE": 1})]
+# y named an output although the helper reads it (as the README's advice for helper stores
+# would have it): poisoned, every config wrote NaN, and y counted as unwritten by the baseline.
+squares_named_kernel = triton.autotune(configs=_SQUARES, key=["n"], outputs=["y_ptr"])(
+    triton.jit(_accumulate_squares))
+# Not named: the baseline's launch shows that y is written, so it is restored for timing too.
+squares_kernel = triton.autotune(configs=_SQUARES, key=["n"])(triton.jit(_accumulate_squares))
+
+
+# TAIL=0 leaves the last 36 of 100 elements unwritten; two such configs agree on that.
+@triton.autotune(configs=[triton.Config({"BLOCK": 32, "TAIL": 1}),
+                          triton.Config({"BLOCK": 64, "TAIL": 1}),
+                          triton.Config({"BLOCK": 64, "TAIL": 0}),
+                          triton.Config({"BLOCK": 128, "TAIL": 0})],
+                 key=["n"])
+@triton.jit
+def tail_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, TAIL: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = (offs < n) & ((offs < 64) | (TAIL == 1))
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)

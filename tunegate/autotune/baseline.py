@@ -108,7 +108,7 @@ def outvoted(trials: list[Trial], baseline: Config, compared_with: str) -> str |
     # disagree, the baseline is no likelier to be the right one than either other.
     if not ((size > support and size >= 2) or support == 0):
         return None
-    members = [t.config.text() for t in trials if t.vote == group]
+    members = [t.config.text() for t in trials if t.vote == group and t.config != baseline]
     dissent = sum(votes.values())
     if size >= 2:
         said = f"{size} configs agree among themselves and disagree"

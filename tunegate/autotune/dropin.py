@@ -22,6 +22,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 from typing import Any, Callable, Mapping, Sequence
 
 import triton
@@ -147,6 +148,7 @@ class Autotuner(TritonAutotuner):
         self.reference, self.features = reference, dict(features or {})
         self.tolerances = dict(tolerances or {})
         self.grid, self.options = grid, options
+        self._calls = threading.RLock()  # `nargs` is the call's: one call at a time
         self.persist = cache_results or "store" in options or bool(
             os.environ.get("TUNEGATE_STORE")) or bool(triton.knobs.autotuning.cache)
         self.last_result: TuneResult | None = None
@@ -165,6 +167,12 @@ class Autotuner(TritonAutotuner):
         return self.run(*args, grid=self.grid, warmup=False, **kwargs)
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Triton's `run`, one thread at a time: a tuning reads the call's arguments from
+        `nargs`, which a second thread's call would replace while the first is tuned."""
+        with self._calls:
+            return self._run(*args, **kwargs)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
         self.nargs = dict(zip(self.arg_names, args))
         try:
             conflicts = sorted(set(kwargs) & {k for c in self.configs for k in c.kwargs})

@@ -8,7 +8,9 @@ only writes are poisoned, `reset_to_zero` outputs are zeroed; after it, every te
 Without a reference the baseline config's output is expected, made by two launches poisoned
 differently: an element that follows the poison (poison A after launch A, poison B after launch
 B) is not written for this call and is not compared; an output left wholly so (a store behind a
-constexpr the call does not set) is no output of this call. A tensor whose written elements
+constexpr the call does not set) is no output of this call, unless the baseline writes it when
+given its drawn contents (it adds into it): then it is restored, not poisoned, as is a tensor
+the baseline writes that the source reading did not find written. A tensor whose written elements
 differ between the two launches (tie-broken indices, a workspace) has unspecified contents and is
 not compared either; nor are the task's `scratch` arguments. `not_compared` records why.
 """
@@ -155,9 +157,16 @@ class Runner:
         try:
             first = self._launch(pristine, self.baseline)
             second = self._launch(pristine, self.baseline, second=True)
+            read = [n for n in self.poisoned if bool(follows_poison(first[n], second[n]).all())
+                    and self._reads_old_contents(pristine, n)]
         except Exception as e:
             raise BaselineError(f"the baseline config {self.baseline.text()} raised "
                                 f"{type(e).__name__}: {e}") from e
+        if read:  # outputs it adds into (in a helper the source reading did not follow)
+            self.poisoned = tuple(n for n in self.poisoned if n not in read)
+            self.in_place = (*self.in_place, *read)
+            return self._expected(pristine)
+        self.in_place += tuple(self._written_inputs(pristine, first))
         tensors, written = {}, {}
         for name, t in tensors_of(first).items():
             if name in self.task.scratch:
@@ -169,6 +178,27 @@ class Runner:
                 written[name] = mask
             tensors[name] = t
         return Expected(tensors=tensors, written=written)
+
+    def _written_inputs(self, pristine: Args, launched: Args) -> list[str]:
+        """Tensors that are neither outputs nor known to be written in place, which the
+        baseline's launch wrote all the same (in a helper the source reading did not follow):
+        restored before timing launches too, so that each is judged on one launch's writes."""
+        known = {*self.poisoned, *self.zeroed, *self.in_place}
+        candidates = [(n, t, pristine[n]) for n, t in tensors_of(launched).items()
+                      if n not in known]
+        return _differing(candidates)
+
+    def _reads_old_contents(self, pristine: Args, name: str) -> bool:
+        """Whether the baseline, which left output `name` wholly holding either poison, writes
+        it once it is given the drawn contents instead: it reads what it writes there (`y +=`
+        in a helper), so the output is restored, not poisoned; else it is unwritten here."""
+        poisoned = self.poisoned
+        self.poisoned = tuple(n for n in poisoned if n != name)
+        try:
+            args = self._launch(pristine, self.baseline)  # type: ignore[arg-type]
+        finally:
+            self.poisoned = poisoned
+        return bool(bits_differ(args[name], pristine[name]))
 
     def _written_mask(self, name: str, first: torch.Tensor, second: torch.Tensor
                       ) -> torch.Tensor | None:
@@ -263,6 +293,12 @@ class Runner:
                 return bad
         return None
 
+    def _vote_of(self, bad: Mismatch, args: Args) -> str | None:
+        """The vote of a wrong output, unless it left elements unwritten that the baseline
+        wrote: such an output is wrong whatever the baseline is, and two configs that skip the
+        same tail agree on nothing that speaks against it."""
+        return None if bad.unwritten else self.vote(args)
+
     def vote(self, args: Args) -> str | None:
         """Without a reference: which group of agreeing wrong outputs (on draw 0) this one
         joins, so that the tuner can see a baseline that the other configs outvote."""
@@ -303,7 +339,7 @@ class Runner:
                 launches += 1
                 bad = self.mismatch(args, expected)
                 if bad is not None:
-                    return CheckResult(bad, i, self.vote(args) if i == 0 else None,
+                    return CheckResult(bad, i, self._vote_of(bad, args) if i == 0 else None,
                                        time.perf_counter() - start, launches)
         return CheckResult(None, first + draws, None, time.perf_counter() - start, launches)
 
@@ -447,7 +483,7 @@ class Runner:
         sync()
         start = time.perf_counter()
         bad = self.mismatch(args, expected)
-        vote = self.vote(args) if bad is not None and draw == 0 else None
+        vote = self._vote_of(bad, args) if bad is not None and draw == 0 else None
         return TimeResult(ms, bad, vote, time.perf_counter() - start)
 
     def compile(self, config: Config, target: Any = None, arg_specs: Any = None) -> None:
