@@ -210,3 +210,12 @@ def test_threads_calling_one_kernel_with_two_keys_are_tuned_each_on_its_own_call
     assert not errors, errors
     for n, (x, y) in calls.items():
         assert torch.allclose(y, 3 * x), n
+
+
+def test_a_workspace_named_scratch_is_not_compared_and_unnamed_it_is():
+    for kernel, kept in ((mod.workspace_scratch_kernel, {16, 32, 64}),
+                         (mod.workspace_kernel, {16})):  # the others leave ws slots unwritten
+        x, out = torch.randn(64), torch.zeros(64)
+        kernel[lambda meta: (-(-64 // meta["BLOCK"]),)](x, torch.zeros(4), out, 64)
+        assert torch.allclose(out, 2 * x)
+        assert {t.config["BLOCK"] for t in kernel.last_result.trials if t.status == "ok"} == kept

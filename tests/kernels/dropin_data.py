@@ -131,3 +131,21 @@ def tail_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, TAIL: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = (offs < n) & ((offs < 64) | (TAIL == 1))
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
+
+
+# `ws` holds per-program partial sums in a layout that follows BLOCK: a workspace, whose
+# contents after the launch no caller reads; `scratch=` says so.
+def _row_sums_with_workspace(x_ptr, ws_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(ws_ptr + pid, tl.sum(x, axis=0))
+    tl.store(out_ptr + offs, x * 2.0, mask=offs < n)
+
+
+_WORKSPACE = [triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32}),
+              triton.Config({"BLOCK": 64})]
+workspace_kernel = triton.autotune(configs=_WORKSPACE, key=["n"])(
+    triton.jit(_row_sums_with_workspace))
+workspace_scratch_kernel = triton.autotune(configs=_WORKSPACE, key=["n"], scratch=["ws_ptr"])(
+    triton.jit(_row_sums_with_workspace))

@@ -35,6 +35,7 @@ class CallSite:
     grids: dict[str, tuple[int, ...]]
     launch: dict[str, Any]
     outputs: tuple[str, ...]
+    scratch: tuple[str, ...] = ()
     features: dict[str, str] = field(default_factory=dict)
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     reference: Callable[..., Any] | None = None
@@ -110,6 +111,7 @@ def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) ->
 
     return Task(name=jit_function(tuner).__name__, kernel=jit_function(tuner), space=listed.space,
                 configs=listed.points, grid=(1,), make_inputs=_no_inputs, outputs=call.outputs,
+                scratch=call.scratch,
                 reference=call.reference, launch=launch, tolerances=call.tolerances,
                 key=lambda _args: call.problem, restore_value=tuple(tuner.restore_value),
                 compile_kwargs=(lambda point: call.compiled[point.key()]) if call.compiled

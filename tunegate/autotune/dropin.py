@@ -112,6 +112,7 @@ class Autotuner(TritonAutotuner):
     """Triton's `Autotuner`, tuning each new key through tunegate's gate, checks and workers.
 
     Extra keyword-only options: `outputs` (inferred from the source when not given),
+    `scratch` (arguments whose contents after a launch are not compared: a workspace),
     `reference`, `features` (config parameter -> tunegate feature), `tolerances`, `grid`
     (allows calling `kernel(*args)` without `[grid]`) and the `Tuner`'s own (`policy`, `env`,
     `store`, `strategy`, `budget`, `seed`, `draws`, `timeout`, `progress`).
@@ -123,7 +124,7 @@ class Autotuner(TritonAutotuner):
                  post_hook: Any = None, prune_configs_by: dict[str, Any] | None = None,
                  warmup: float | None = None, rep: float | None = None,
                  use_cuda_graph: bool = False, do_bench: Any = None, cache_results: bool = False,
-                 *, outputs: Sequence[str] | None = None,
+                 *, outputs: Sequence[str] | None = None, scratch: Sequence[str] = (),
                  reference: Callable[..., Any] | None = None,
                  features: Mapping[str, str] | None = None,
                  tolerances: Mapping[str, tuple[float, float]] | None = None,
@@ -141,10 +142,12 @@ class Autotuner(TritonAutotuner):
                          use_cuda_graph=use_cuda_graph, do_bench=do_bench,
                          cache_results=cache_results)
         self.outputs = tuple(outputs) if outputs is not None else None
-        for name in self.outputs or ():
-            if name not in self.arg_names:
-                raise DropInError(f"outputs names {name!r}, which is not an argument of "
-                                  f"{self.base_fn.__name__} ({', '.join(self.arg_names)})")
+        self.scratch = tuple(scratch)
+        for option, names in (("outputs", self.outputs or ()), ("scratch", self.scratch)):
+            for name in names:
+                if name not in self.arg_names:
+                    raise DropInError(f"{option} names {name!r}, which is not an argument of "
+                                      f"{self.base_fn.__name__} ({', '.join(self.arg_names)})")
         self.reference, self.features = reference, dict(features or {})
         self.tolerances = dict(tolerances or {})
         self.grid, self.options = grid, options
@@ -287,6 +290,7 @@ class Autotuner(TritonAutotuner):
             n for n in stored_arguments(self) if hasattr(bound.get(n), "dtype"))
         call = CallSite(depth=depth, problem=problem(self, key, pruned), entries=entries,
                         grids=grids, compiled=compiled, launch=launch, outputs=outputs,
+                        scratch=self.scratch,
                         features=self.features, tolerances=self.tolerances,
                         reference=self.reference)
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
