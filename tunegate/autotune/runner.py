@@ -64,6 +64,7 @@ class Runner:
         self._fresh = FRESH_DRAWS
         self._stress_kept: list[tuple[Args, Expected]] = []  # see `_stress_draws`
         self._groups: list[tuple[str, dict[str, torch.Tensor]]] = []  # see `vote`
+        self._not_read: set[str] = set()  # outputs `_reads_old_contents` found unwritten
         if task.reference is None and baseline is None:
             raise BaselineError("no reference function and no baseline config")
         self.in_place = task.written_in_place()
@@ -192,13 +193,18 @@ class Runner:
         """Whether the baseline, which left output `name` wholly holding either poison, writes
         it once it is given the drawn contents instead: it reads what it writes there (`y +=`
         in a helper), so the output is restored, not poisoned; else it is unwritten here."""
+        if name in self._not_read:  # asked on an earlier draw: one launch more, once
+            return False
         poisoned = self.poisoned
         self.poisoned = tuple(n for n in poisoned if n != name)
         try:
             args = self._launch(pristine, self.baseline)  # type: ignore[arg-type]
         finally:
             self.poisoned = poisoned
-        return bool(bits_differ(args[name], pristine[name]))
+        if bool(bits_differ(args[name], pristine[name])):
+            return True
+        self._not_read.add(name)
+        return False
 
     def _written_mask(self, name: str, first: torch.Tensor, second: torch.Tensor
                       ) -> torch.Tensor | None:
