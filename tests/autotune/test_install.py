@@ -196,3 +196,42 @@ def test_a_reference_defined_in_the_script_run_as_main_is_tuned_in_this_process(
                                "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
     assert done.returncode == 0 and "right True" in done.stdout, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+RELATIVE_KERNEL = textwrap.dedent("""
+    import torch, triton, triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 32, "LOSE": 0}),
+                              triton.Config({"BLOCK": 64, "LOSE": 1})], key=["n"])
+    @triton.jit
+    def affine(x_ptr, y_ptr, n, BLOCK: tl.constexpr, LOSE: tl.constexpr):
+        for c in range(0, tl.cdiv(n, BLOCK) - LOSE * {lose}):  # LOSE=1 skips the last chunk
+            offs = c * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+    """)
+CHDIR_PROGRAM = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, "lib")  # relative: after the chdir it names another folder
+    import torch, kern
+
+    if __name__ == "__main__":
+        os.chdir("elsewhere")
+        x, y = torch.randn(150), torch.zeros(150)
+        kern.affine[(1,)](x, y, 150)
+        print("right", torch.allclose(y, 2 * x))
+    """)
+
+
+def test_workers_that_would_import_another_file_by_the_kernel_s_module_name_are_not_used(tmp_path):
+    """A relative sys.path entry and a change of working folder: workers importing `kern` by
+    name found elsewhere/lib/kern.py, whose LOSE does nothing, judged LOSE=1 right, and the
+    program got a wrong result."""
+    for folder, lose in (("lib", 1), ("elsewhere/lib", 0)):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "kern.py").write_text(RELATIVE_KERNEL.replace("{lose}", str(lose)))
+    (tmp_path / "app.py").write_text(CHDIR_PROGRAM)
+    done = subprocess.run([sys.executable, "-m", "tunegate", "run", "app.py"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
+                               "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
+    assert done.returncode == 0 and "right True" in done.stdout, done.stdout + done.stderr[-3000:]

@@ -12,6 +12,7 @@ from triton.runtime.autotuner import Autotuner as TritonAutotuner
 from .._text import short_hash
 from ..kernelfile import chain, jit_function
 from ..space.space import Config
+from .fingerprint import source_of
 from .task import Args, Task, space_from_triton_configs
 from .tuner import TuneError
 
@@ -40,12 +41,27 @@ class CallSite:
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     reference: Callable[..., Any] | None = None
     compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kernel: str = ""  # the hash of the kernel the program launches (`launched_source`)
 
     def task(self, obj: Any) -> Task:
-        """The task of the autotuner `depth` steps down `obj` (re-imported by the worker)."""
+        """The task of the autotuner `depth` steps down `obj` (re-imported by the worker);
+        refused where the kernel imported is not the one the program launches (the module's
+        name found another file after a change of working folder, or the file was edited)."""
         tuner = chain(obj)[self.depth]
+        if self.kernel and launched_source(tuner) != self.kernel:
+            raise TuneError(f"the {jit_function(tuner).__name__} imported here is not the one "
+                            "the program launches (its source differs: another file by that "
+                            "module name, or the file changed since the program imported it)")
         configs = [tuner.configs[e] if isinstance(e, int) else e for e in self.entries]
         return make_task(tuner, self, configs)
+
+
+def launched_source(tuner: TritonAutotuner) -> str:
+    """A hash of the source of the jit function `tuner` launches, as Triton read it when it
+    was decorated (`JITFunction.src`): not re-read from a file a change of working folder or
+    an edit may have made another."""
+    jit = jit_function(tuner)
+    return short_hash(getattr(jit, "src", None) or source_of(jit))
 
 
 def key_text(tuner: TritonAutotuner, key: tuple[Any, ...]) -> str:

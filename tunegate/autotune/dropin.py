@@ -34,7 +34,7 @@ from ..outcome import Outcome
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
 from ..space.space import Config
-from .callsite import CallSite, Configs, key_text, make_task, problem
+from .callsite import CallSite, Configs, key_text, launched_source, make_task, problem
 from .dropin_options import TUNER_OPTIONS, DropInError, validate
 from .dropin_report import record
 from .inputs import CallerData
@@ -292,7 +292,7 @@ class Autotuner(TritonAutotuner):
                         grids=grids, compiled=compiled, launch=launch, outputs=outputs,
                         scratch=self.scratch,
                         features=self.features, tolerances=self.tolerances,
-                        reference=self.reference)
+                        reference=self.reference, kernel=launched_source(self))
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
         inputs = CallerData(bound, seed=self.options.get("seed", 0))
         why = why or _unpicklable(call, inputs)
