@@ -214,3 +214,29 @@ def test_option_values_the_cli_refuses_are_refused_before_any_worker_starts(tmp_
 
     with pytest.raises(UsageError, match=f"{option} must be"):
         tune(write(tmp_path), Store(tmp_path / "s.sqlite"), **{option: value})
+
+
+SLOW = SEGFAULTING.replace('''    if config.values["MODE"] == 1:
+        os.kill(os.getpid(), signal.SIGSEGV)  # what a wild pointer does on a GPU host''',
+                           '''    import time
+    time.sleep(5)  # every config: no measurement ends before the Ctrl-C''').replace(
+    '"name": "segfaulting"', '"name": "slow"')
+
+
+def test_ctrl_c_before_any_config_is_measured_is_an_interrupt_not_an_empty_list(tmp_path):
+    """A Ctrl-C once the search has started, but before a config was measured, ended in "every
+    candidate config is excluded here (the candidate list is empty)": exit 1, not 130."""
+    import signal
+    import threading
+
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW)
+    main = threading.get_ident()
+
+    def progress(event):
+        if event.get("event") == "start":  # the search's: interrupt its first measurement
+            threading.Timer(0.5, signal.pthread_kill, (main, signal.SIGINT)).start()
+
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(load_module(path).TASK, TaskRef(str(path), "TASK"), policy=Policy([]),
+              store=Store(tmp_path / "s.sqlite"), progress=progress).run()

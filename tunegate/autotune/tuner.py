@@ -198,6 +198,8 @@ class Tuner:
                     search.refine()
         except WorkerSetupError as e:
             interrupted, stopped = True, e
+        if interrupted and stopped is None and not self.ledger.trials:
+            raise KeyboardInterrupt  # Ctrl-C before any config was measured: nothing to report
         wrong = None if self.baseline is None else outvoted(self.ledger.trials, self.baseline,
                                                             self.compared_with)
         if wrong is not None:
