@@ -64,7 +64,6 @@ class Runner:
         self._fresh = FRESH_DRAWS
         self._stress_kept: list[tuple[Args, Expected]] = []  # see `_stress_draws`
         self._groups: list[tuple[str, dict[str, torch.Tensor]]] = []  # see `vote`
-        self._not_read: set[str] = set()  # outputs `_reads_old_contents` found unwritten
         if task.reference is None and baseline is None:
             raise BaselineError("no reference function and no baseline config")
         self.in_place = task.written_in_place()
@@ -155,10 +154,12 @@ class Runner:
             return Expected(tensors={n: t for n, t in expected.items()
                                      if n not in self.not_compared})
         assert self.baseline is not None
+        settling = not self._expected_cache  # what each tensor is, settled on draw 0 only
         try:
             first = self._launch(pristine, self.baseline)
             second = self._launch(pristine, self.baseline, second=True)
-            read = [n for n in self.poisoned if bool(follows_poison(first[n], second[n]).all())
+            read = [n for n in self.poisoned if settling
+                    and bool(follows_poison(first[n], second[n]).all())
                     and self._reads_old_contents(pristine, n)]
         except Exception as e:
             raise BaselineError(f"the baseline config {self.baseline.text()} raised "
@@ -167,7 +168,8 @@ class Runner:
             self.poisoned = tuple(n for n in self.poisoned if n not in read)
             self.in_place = (*self.in_place, *read)
             return self._expected(pristine)
-        self.in_place += tuple(self._written_inputs(pristine, first))
+        if settling:
+            self.in_place += tuple(self._written_inputs(pristine, first))
         tensors, written = {}, {}
         for name, t in tensors_of(first).items():
             if name in self.task.scratch:
@@ -193,18 +195,13 @@ class Runner:
         """Whether the baseline, which left output `name` wholly holding either poison, writes
         it once it is given the drawn contents instead: it reads what it writes there (`y +=`
         in a helper), so the output is restored, not poisoned; else it is unwritten here."""
-        if name in self._not_read:  # asked on an earlier draw: one launch more, once
-            return False
         poisoned = self.poisoned
         self.poisoned = tuple(n for n in poisoned if n != name)
         try:
             args = self._launch(pristine, self.baseline)  # type: ignore[arg-type]
         finally:
             self.poisoned = poisoned
-        if bool(bits_differ(args[name], pristine[name])):
-            return True
-        self._not_read.add(name)
-        return False
+        return bool(bits_differ(args[name], pristine[name]))
 
     def _written_mask(self, name: str, first: torch.Tensor, second: torch.Tensor
                       ) -> torch.Tensor | None:
