@@ -219,3 +219,17 @@ def test_a_workspace_named_scratch_is_not_compared_and_unnamed_it_is():
         kernel[lambda meta: (-(-64 // meta["BLOCK"]),)](x, torch.zeros(4), out, 64)
         assert torch.allclose(out, 2 * x)
         assert {t.config["BLOCK"] for t in kernel.last_result.trials if t.status == "ok"} == kept
+
+
+def test_a_row_sum_whose_first_block_is_too_small_is_refused_and_one_that_covers_is_kept():
+    from tunegate.autotune import TuneError
+
+    x = torch.randn(3, 40)
+    with pytest.raises(TuneError, match="baseline config looks wrong: 2 configs disagree"):
+        mod.row_sum_small_first_kernel[(3,)](x, torch.zeros(3), 40)
+    out = torch.zeros(3)
+    mod.row_sum_covering_first_kernel[(3,)](x, out, 40)
+    assert torch.allclose(out, x.sum(1), atol=1e-5)
+    statuses = {t.config["BLOCK"]: t.status
+                for t in mod.row_sum_covering_first_kernel.last_result.trials}
+    assert statuses == {64: "ok", 128: "ok", 16: "wrong"}

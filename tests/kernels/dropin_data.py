@@ -149,3 +149,22 @@ workspace_kernel = triton.autotune(configs=_WORKSPACE, key=["n"])(
     triton.jit(_row_sums_with_workspace))
 workspace_scratch_kernel = triton.autotune(configs=_WORKSPACE, key=["n"], scratch=["ws_ptr"])(
     triton.jit(_row_sums_with_workspace))
+
+
+# A library-style row sum that covers a row with one block (no loop over it): right only where
+# BLOCK >= the row length. Listed with a too-small block first (the baseline) beside another
+# too-small one and one right one, three outputs: the baseline has no support and is refused.
+# Listed with a covering block first and a second covering one, the baseline stands.
+def _row_sum_one_block(x_ptr, out_ptr, K, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(out_ptr + row, tl.sum(tl.load(x_ptr + row * K + cols, mask=cols < K, other=0.0),
+                                   axis=0))
+
+
+row_sum_small_first_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32}),
+             triton.Config({"BLOCK": 64})], key=["K"])(triton.jit(_row_sum_one_block))
+row_sum_covering_first_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}),
+             triton.Config({"BLOCK": 16})], key=["K"])(triton.jit(_row_sum_one_block))
