@@ -56,8 +56,8 @@ import torch, triton  # the program's own imports
 program = time.perf_counter() - start
 warm.wait_for_spares()
 spares = time.perf_counter() - start
-from multiprocessing import forkserver
-server = forkserver._forkserver._forkserver_pid
+from tunegate.autotune import worker_server
+server = worker_server.server()._forkserver_pid
 forked = open(f"/proc/{server}/cmdline", "rb").read() == open("/proc/self/cmdline", "rb").read()
 pool = WorkerPool(TaskRef(sys.argv[1], "TASK_WITH_REFERENCE"), seed=0, baseline_json=None,
                   compilers=0, deterministic=True)

@@ -88,13 +88,15 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     say in one line. The script's folder goes first on `sys.path`, as `python SCRIPT` does;
     tuning workers re-import the script, so its own work must sit under
     `if __name__ == "__main__":`. When the program ends, a table of what was tuned (if
-    anything) goes to stderr.
+    anything) goes to stderr. The Python processes the program starts are tuned by tunegate
+    too (`children`); the table has only this process's tunings.
     """
     import runpy
 
     from .autotune import trace
     from .autotune.backend import interpret_without_gpu
     from .autotune.warm import warm_up
+    from .children import reaching_children
 
     if not module:
         _check_readable(target)
@@ -109,10 +111,11 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
         sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
         warm_up(here=True)  # the workers start while the program does
         trace.event("program", target=target)
-        if module:
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-        else:
-            runpy.run_path(os.path.abspath(target), run_name="__main__")
+        with reaching_children():
+            if module:
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as e:
         return _exit_status(e)
     except TunegateError:  # tunegate's own (a kernel it cannot tune): said in one line

@@ -235,3 +235,35 @@ def test_workers_that_would_import_another_file_by_the_kernel_s_module_name_are_
                           env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1",
                                "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
     assert done.returncode == 0 and "right True" in done.stdout, done.stdout + done.stderr[-3000:]
+
+
+def test_the_processes_a_program_starts_are_tuned_by_tunegate_too(tmp_path):
+    """Under `tunegate run`, a forked child, a "forkserver" child (which must not come from
+    tunegate's own server: one hung there), a spawn pool's daemonic workers and a script run
+    with `sys.executable` each tune with tunegate, leaving the wrong config out."""
+    done = run_cli("run", "tests/kernels/run_children.py",
+                   env={"PYTHONPATH": str(ROOT), "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stdout.splitlines() if "n=" in line]
+    assert [line.split()[0] for line in lines] == \
+        ["parent", "fork", "forkserver", "pool", "pool", "subprocess"], done.stdout
+    for line in lines:
+        assert line.endswith("tunegate=True right=True wrong_left_out=True"), done.stdout
+
+
+def test_a_program_s_children_find_the_sitecustomize_tunegate_hides():
+    """The folder `tunegate run` puts first on PYTHONPATH holds a `sitecustomize`: the one it
+    hides (a distribution's, a user's) still runs, and the variables come back afterwards."""
+    from tunegate.children import MARK, reaching_children
+
+    before = {k: os.environ.get(k) for k in (MARK, "PYTHONPATH")}
+    hidden = ROOT / "tests" / "data" / "hidden_site"
+    with reaching_children():
+        os.environ["PYTHONPATH"] += os.pathsep + str(hidden)
+        done = subprocess.run([sys.executable, "-c", "import os, sys; print("
+                               "os.environ.get('HIDDEN_SITECUSTOMIZE_RAN'), "
+                               "'triton' in sys.modules); import triton, tunegate; "
+                               "print(tunegate.installed())"],
+                              capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["yes", "False", "True"], done.stderr
+    assert {k: os.environ.get(k) for k in (MARK, "PYTHONPATH")} == before

@@ -19,13 +19,13 @@ pytestmark = pytest.mark.interpreter
 
 PROGRAM = """
 import json, os, sys
-from multiprocessing import forkserver
+from tunegate.autotune import worker_server
 from tunegate.autotune import warm
 from tunegate.autotune.pool import WorkerPool
 from tunegate.autotune.worker import TaskRef
 
 warm.warm_up(here=True)
-server = forkserver._forkserver._forkserver_pid
+server = worker_server.server()._forkserver_pid
 same_command = open(f"/proc/{server}/cmdline", "rb").read() == open("/proc/self/cmdline", "rb").read()
 warm.wait_for_spares()
 pool = WorkerPool(TaskRef(sys.argv[1], "TASK_WITH_REFERENCE"), seed=0, baseline_json=None,
@@ -100,10 +100,10 @@ def test_a_worker_whose_program_is_gone_before_its_task_ends_without_a_traceback
     on its terminal (the worker reads end-of-file where its task should be)."""
     program = f"""
 import os, time
-from multiprocessing import forkserver
+from tunegate.autotune import worker_server
 from tunegate.autotune.worker import start_server
 start_server(here={here})
-_, to_child = forkserver._forkserver.connect_to_new_process([])
+_, to_child = worker_server.server().connect_to_new_process([])
 os.close(to_child)  # gone before sending anything
 time.sleep(1.5)
 """
@@ -164,11 +164,11 @@ def test_the_forked_server_ends_without_a_traceback_when_the_program_goes_mid_re
     (it ended while spare workers started): no traceback of the server's on its terminal."""
     program = """
 import socket, time
-from multiprocessing import forkserver
+from tunegate.autotune import worker_server
 from tunegate.autotune.worker import start_server
 start_server(here=True)
 with socket.socket(socket.AF_UNIX) as s:
-    s.connect(forkserver._forkserver._forkserver_address)  # and gone before sending anything
+    s.connect(worker_server.server()._forkserver_address)  # and gone before sending anything
 time.sleep(1.5)
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,

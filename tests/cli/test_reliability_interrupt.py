@@ -89,3 +89,60 @@ def test_run_of_a_script_nobody_may_read_is_one_error_line(tmp_path):
     assert "Traceback" not in done.stderr, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("tunegate: error:")]
     assert done.returncode == 2 and len(errors) == 1 and "s.py" in errors[0], done.stderr
+
+
+_HANGING_PROGRAM = """
+import sys, torch, triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"MODE": 0}), triton.Config({"MODE": 1})], key=["n"])
+@triton.jit
+def scale(x_ptr, y_ptr, n, MODE: tl.constexpr):
+    offs = tl.arange(0, 64)
+    mask = offs < n
+    if MODE == 1:
+        i = 0
+        while i >= 0:  # never ends: a hung config, measured after the first
+            i += 1
+    tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+if __name__ == "__main__":
+    x = torch.randn(64)
+    scale[(1,)](x, torch.empty(64), 64)
+    print("the program went on", flush=True)
+"""
+
+
+def test_ctrl_c_while_the_drop_in_tunes_stops_the_program_and_keeps_what_was_measured(tmp_path):
+    """Under `tunegate run`, a Ctrl-C once a config was measured keeps that measurement (and
+    reports it), but the program stops as it was asked to: it does not go on with a
+    half-tuned config."""
+    import sqlite3
+
+    (tmp_path / "p.py").write_text(_HANGING_PROGRAM)
+    store = tmp_path / "s.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "tunegate", "run", "p.py"], cwd=tmp_path,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, env={**os.environ, "TUNEGATE_STORE": str(store)})
+    try:
+        deadline = time.monotonic() + 180
+        measured = 0
+        while not measured:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+            try:
+                with sqlite3.connect(store) as db:
+                    measured = db.execute("SELECT count(*) FROM trials WHERE status='ok'"
+                                          ).fetchone()[0]
+            except sqlite3.Error:  # not made yet
+                pass
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "the program went on" not in out, out
+    assert "1 tuning(s)" in err and "MODE=0" in err, err

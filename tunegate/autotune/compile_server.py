@@ -30,15 +30,14 @@ import struct
 import sys
 import tempfile
 import threading
-from contextlib import contextmanager
 from multiprocessing import forkserver, resource_tracker, util
 from multiprocessing.process import BaseProcess
-from typing import Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from . import trace
+from . import trace, worker_server
 from .worker_child import Preload, die_with_parent
 
-__all__ = ["FORK_WAIT_S", "forking", "preload", "running", "start", "start_process", "stop"]
+__all__ = ["FORK_WAIT_S", "preload", "running", "start", "start_process", "stop"]
 
 _FRAME = struct.Struct("!I")  # each preload is its pickled length, then the pickle
 # How long a compile worker's start may wait for the server (busy importing a library) before
@@ -106,8 +105,23 @@ class _State:
 
 
 _STATE = _State()
-_FORKING = threading.local()  # `forking`: this thread's processes come from the compile server
-_FROM_WORKER_SERVER = forkserver.connect_to_new_process
+
+
+def _forget_the_parents() -> None:
+    """In a forked child (a process of the program's own): the parent's compile server is not
+    this process's to use or keep alive."""
+    global _STATE
+    parents, _STATE = _STATE, _State()
+    if parents.to_server is not None:
+        try:
+            os.close(parents.to_server)
+        except OSError:
+            pass
+    if parents.server is not None:
+        worker_server.close_alive_end(parents.server)
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
 
 
 def running() -> bool:
@@ -152,7 +166,6 @@ def start(env: Mapping[str, str]) -> str | None:
             os.close(from_program)
         os.set_blocking(to_server, False)
         _STATE.server, _STATE.to_server = server, to_server
-        forkserver.connect_to_new_process = _connect
     return None
 
 
@@ -184,40 +197,25 @@ def stop() -> None:
             server.end()
 
 
-@contextmanager
-def forking() -> Iterator[bool]:
-    """Within it, a worker this thread starts is forked from the compile server, where one
-    runs (yields whether it does); other threads' processes are left alone."""
-    if not running():
-        yield False
-        return
-    _flush()
-    _FORKING.on = True
-    try:
-        yield True
-    finally:
-        _FORKING.on = False
-
-
 def start_process(process: BaseProcess) -> None:
     """Start `process` (a compile worker) forked from the compile server where it serves;
     from the worker server where it does not, or stops as it is asked (it ended its service,
     or was stuck for `FORK_WAIT_S` and is stopped)."""
-    with forking() as forked:
-        if not forked:
-            process.start()
-            return
+    if running():
+        _flush()
         stuck = threading.Timer(FORK_WAIT_S, _stuck)
         stuck.daemon = True
         stuck.start()
         try:
-            process.start()
+            with worker_server.starting(_connect):
+                process.start()
             return
         except (OSError, EOFError):  # it closed its socket, or died, as it was asked
             _end_service()
         finally:
             stuck.cancel()
-    process.start()  # multiprocessing allows it: the failed start left no process behind
+    with worker_server.starting():
+        process.start()  # multiprocessing allows it: the failed start left no process behind
 
 
 def _stuck() -> None:
@@ -234,16 +232,16 @@ def _end_service() -> None:
 
 
 def _connect(fds: list[int]) -> tuple[int, int]:
-    """multiprocessing's request for a new process, sent to the compile server for a thread
-    within `forking` (to the worker server where the compile server has ended or no longer
-    serves: it closed its socket, see `_import_between_forks`)."""
+    """multiprocessing's request for a compile worker, sent to the compile server (to the
+    worker server where the compile server has ended or no longer serves: it closed its
+    socket, see `_import_between_forks`)."""
     server = _STATE.server
-    if getattr(_FORKING, "on", False) and server is not None:
+    if server is not None:
         try:
             return server.connect_to_new_process(fds)
         except (_Gone, OSError):
             _end_service()
-    return _FROM_WORKER_SERVER(fds)
+    return worker_server.server().connect_to_new_process(fds)
 
 
 def preload(modules: Sequence[str]) -> None:

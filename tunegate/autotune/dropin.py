@@ -265,6 +265,8 @@ class Autotuner(TritonAutotuner):
             raise
         winner = Config(values={k: v for k, v in result.best.items() if v is not None})
         record(name, shown, len(pruned), excluded, result, winner=winner.text())
+        if result.interrupted:  # what was measured is kept; the program stops, as it was
+            raise KeyboardInterrupt  # asked to (its launch never runs a half-tuned config)
         return listed.triton_config(result.best)
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],

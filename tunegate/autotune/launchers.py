@@ -198,6 +198,19 @@ _STARTED: set[str] = set()  # the launchers this process has built, or is buildi
 _STARTED_LOCK = threading.Lock()
 
 
+def _forget_the_parents() -> None:
+    """In a forked child: a lock another thread held as it forked would stay held, and a
+    build it had under way is not this process's."""
+    global _THREAD_LOCKS_LOCK, _STARTED_LOCK
+    _THREAD_LOCKS_LOCK, _STARTED_LOCK = threading.Lock(), threading.Lock()
+    _THREAD_LOCKS.clear()
+    _STARTED.clear()
+    _BUILDERS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
+
+
 def build_launchers_beside_compiles() -> None:
     """From now on, in this process, the first compile of each kernel signature starts a
     thread that builds the signature's launcher while the kernel compiles; and a launcher made

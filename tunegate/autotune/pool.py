@@ -78,6 +78,19 @@ def close_idle_workers() -> None:
 atexit.register(close_idle_workers)
 
 
+def _forget_the_parents() -> None:
+    """In a forked child (a process of the program's own): the parent's workers are not this
+    process's to use or stop, and a lock another thread held as it forked would stay held."""
+    global _IDLE_LOCK
+    _IDLE_LOCK = threading.Lock()
+    _IDLE.clear()
+    _LOADING_COMPILERS.clear()
+    _STARTING_COMPILERS[0] = 0
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
+
+
 def idle_workers() -> list[Worker]:
     """The live workers kept for the next pool of this process."""
     with _IDLE_LOCK:

@@ -65,8 +65,8 @@ _CUDA_ERROR_NOT_INITIALIZED = 3
 
 
 def fork_server(preload: Sequence[str]) -> str | None:
-    """Import `preload` here and start multiprocessing's fork server as a fork of this
-    process, which then serves as the one it would start; why not, where this process may not
+    """Import `preload` here and start the worker server (`worker_server`) as a fork of this
+    process; why not, where this process may not
     fork (see `forkable`, asked before the imports and after them)."""
     why_not = forkable()
     if why_not is not None:
@@ -76,14 +76,16 @@ def fork_server(preload: Sequence[str]) -> str | None:
     why_not = forkable()
     if why_not is not None:
         return why_not
-    forkserver.set_forkserver_preload(list(preload))
-    fork_a_server(forkserver._forkserver)
+    from .worker_server import server
+
+    server().set_forkserver_preload(list(preload))
+    fork_a_server(server())
     return None
 
 
 def fork_a_server(server: forkserver.ForkServer,
                   in_the_server: Callable[[], None] | None = None) -> None:
-    """Start `server` (multiprocessing's fork server, or another one: `compile_server`) as a
+    """Start `server` (a multiprocessing fork server: `worker_server`, `compile_server`) as a
     fork of this process, which must be `forkable`; `in_the_server` runs first in the fork."""
     resource_tracker.ensure_running()  # a process of its own, as ever: not forked below
     with _forking_the_server(in_the_server):

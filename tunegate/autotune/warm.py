@@ -35,6 +35,14 @@ log = logging.getLogger(__name__)
 _STATE: dict[str, threading.Thread | bool] = {}
 
 
+def _forget_the_parents() -> None:
+    """In a forked child: the parent's spare workers are not this process's (`pool`)."""
+    _STATE.pop("thread", None)
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
+
+
 def forbid() -> None:
     """Never start spare workers in this process (a worker, a command that does not tune)."""
     _STATE["forbidden"] = True

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import TunegateError
 from ..outcome import Outcome
-from . import compile_server
+from . import compile_server, worker_server
 from .backend import COMPILE_ONLY
 from .messages import Reply, Request
 from .worker_child import NotReady, Preload, child_main
@@ -67,12 +67,10 @@ def _context(env: dict[str, str]) -> Any:
     drops_interpreter = env.get(COMPILE_ONLY) == "1" and "TRITON_INTERPRET" in os.environ
     if drops_interpreter or not _uses_server():
         return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(_PRELOAD)
-    from multiprocessing import forkserver
-
-    forkserver.ensure_running()  # started here, outside any one worker's environment
-    return ctx
+    server = worker_server.server()
+    server.set_forkserver_preload(_PRELOAD)
+    server.ensure_running()  # started here, outside any one worker's environment
+    return mp.get_context("forkserver")
 
 
 def start_server(here: bool = False) -> None:
@@ -94,7 +92,6 @@ def _uses_server() -> bool:
     return os.environ.get("TUNEGATE_SPAWN") != "1" and "forkserver" in mp.get_all_start_methods()
 
 
-_STARTING_WORKER = threading.local()
 _stdlib_preparation_data = spawn.get_preparation_data
 
 
@@ -105,7 +102,7 @@ def _preparation_data(name: str) -> dict[str, Any]:
     must never run the script's top level, which may launch, tune and wait on this very
     pool. A task names its own file; the worker imports that when given the task."""
     data = _stdlib_preparation_data(name)
-    if getattr(_STARTING_WORKER, "on", False):
+    if worker_server.ours():
         data.pop("init_main_from_path", None)
         data.pop("init_main_from_name", None)
     return data
@@ -191,18 +188,17 @@ class Worker:
         first = [] if self.setup is None else [self.setup]
         self._proc = ctx.Process(target=child_main, daemon=True, args=(
             child, first, os.getpid(), self._stderr.name, environ))
-        _STARTING_WORKER.on = True
         try:
             if self.env.get(COMPILE_ONLY) == "1":  # with the program's libraries, where it can
                 compile_server.start_process(self._proc)
             else:
-                self._proc.start()
+                with worker_server.starting():
+                    self._proc.start()
         except BaseException:
             self._conn.close()
             self._conn = self._proc = None
             raise
         finally:
-            _STARTING_WORKER.on = False
             child.close()
         self._pending = self.setup is not None  # a spare answers nothing until its first task
 
