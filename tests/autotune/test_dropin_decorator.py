@@ -241,3 +241,43 @@ def test_a_baseline_that_fails_in_this_process_gives_way_to_the_next(monkeypatch
     result = mod.negate_first_unbuildable_kernel.last_result
     assert result is not None and result.best is not None and result.best.values["BLOCK"] == 64
     assert any("baseline config could not run here" in n for n in result.notes), result.notes
+
+
+def test_what_triton_s_autotuner_tells_after_a_tuning_is_told(monkeypatch, capsys):
+    """As Triton's own autotuner: `configs_timings` (every listed config, the wrong one at
+    infinity) and `bench_time` after a tuning, the TRITON_PRINT_AUTOTUNING lines, and Triton's
+    autotuning listener where this Triton has one."""
+    @tunegate.autotuned(configs=[triton.Config({"BLOCK": 16, "SKIP": 0}),
+                                 triton.Config({"BLOCK": 32, "SKIP": 1}),
+                                 triton.Config({"BLOCK": 64, "SKIP": 0})], key=["n"])
+    @triton.jit
+    def told_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SKIP: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        keep = offs < n - SKIP  # SKIP=1 forgets the last element
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=keep), mask=keep)
+
+    autotuning = triton.knobs.autotuning
+    heard: list[dict] = []
+    if hasattr(autotuning, "listener"):
+        monkeypatch.setattr(autotuning, "listener", lambda **told: heard.append(told))
+    monkeypatch.setattr(autotuning, "print", True)
+    x = torch.randn(100)
+    y = torch.zeros(100)
+    told_copy[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+    assert torch.equal(y, x)
+    timings = told_copy.configs_timings
+    assert list(timings) == told_copy.configs
+    assert [t[0] == float("inf") for t in timings.values()] == [False, True, False]
+    assert all(len(t) == 3 and 0 < t[0] < float("inf") for c, t in timings.items()
+               if c.kwargs["SKIP"] == 0)
+    assert told_copy.best_config == min(timings, key=timings.get)
+    assert 0 < told_copy.bench_time < 600
+    printed = capsys.readouterr().out
+    assert "Triton autotuning for function told_copy" in printed and "(100," in printed
+    if hasattr(autotuning, "listener"):
+        assert len(heard) == 1 and heard[0]["best_config"] is told_copy.best_config
+        assert heard[0]["configs_timings"] is timings and heard[0]["cache_hit"] is False
+        assert heard[0]["key"] == (100, "torch.float32", "torch.float32")
+        assert heard[0]["fn"] is told_copy.fn
+    told_copy[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)  # cached: quiet
+    assert "Triton autotuning" not in capsys.readouterr().out and len(heard) <= 1

@@ -36,7 +36,7 @@ from ..policy.binding import bind
 from ..space.space import Config
 from .callsite import CallSite, Configs, key_text, launched_source, make_task, problem
 from .dropin_options import TUNER_OPTIONS, DropInError, validate
-from .dropin_report import record
+from .dropin_report import record, tell_triton
 from .inputs import CallerData
 from .outputs import stored_arguments
 from .refs import locate
@@ -252,8 +252,10 @@ class Autotuner(TritonAutotuner):
                      "project in a higher policy layer (policies.toml, $TUNEGATE_POLICY)")
             record(name, shown, len(pruned), excluded, error=error)
             raise TuneError(error)
-        if len(pruned) == 1:
-            return allowed[0]  # as Triton: one candidate is used without measuring it
+        if len(pruned) == 1:  # as Triton: one candidate is used without measuring it
+            if len(self.configs) > 1:
+                tell_triton(self, key, allowed[0], listed, None)
+            return allowed[0]
         try:
             result = self._tune(args, kwargs, key, pruned, listed, traits)
         except TuneError as e:
@@ -267,7 +269,9 @@ class Autotuner(TritonAutotuner):
         record(name, shown, len(pruned), excluded, result, winner=winner.text())
         if result.interrupted:  # what was measured is kept; the program stops, as it was
             raise KeyboardInterrupt  # asked to (its launch never runs a half-tuned config)
-        return listed.triton_config(result.best)
+        chosen = listed.triton_config(result.best)
+        tell_triton(self, key, chosen, listed, result)
+        return chosen
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
               pruned: list[Any], listed: Configs, traits: Any) -> TuneResult:

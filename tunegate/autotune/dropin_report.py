@@ -7,6 +7,7 @@ a program can read them with `tunings()`.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..outcome import Outcome
 
-__all__ = ["Tuning", "record", "tunings"]
+__all__ = ["Tuning", "record", "tell_triton", "tunings"]
 
 log = logging.getLogger("tunegate")
 
@@ -83,3 +84,38 @@ def tunings() -> list[Tuning]:
     """Every tuning of this process, oldest first."""
     with _LOCK:
         return list(_TUNINGS)
+
+
+def tell_triton(tuner: Any, key: tuple[Any, ...], chosen: Any, listed: Any,
+                result: Any | None) -> None:
+    """What Triton's own autotuner leaves and tells after a key is tuned, for the tools that
+    read it: `configs_timings` (each listed config's time, in Triton's form: [median, 20th and
+    80th percentile] ms, here the one time measured thrice; infinity for a config excluded,
+    rejected or not measured) and `bench_time`, the TRITON_PRINT_AUTOTUNING lines and
+    `triton.knobs.autotuning.listener`, where this Triton has them. `result` is None where one
+    config was used without measuring it (as Triton: nothing measured, a cache hit)."""
+    import triton
+
+    from ..kernelfile import jit_function
+
+    hit = result is None or result.reused
+    if result is not None:
+        times = {t.config.key(): t.time_ms for t in result.trials
+                 if t.status is Outcome.OK and t.time_ms is not None}
+        if result.best is not None and result.best_time_ms is not None:
+            times.setdefault(result.best.key(), result.best_time_ms)
+        tuner.configs_timings = {config: [times.get(point.key(), float("inf"))] * 3
+                                 for point, config in zip(listed.points, listed.configs)}
+        tuner.bench_time = result.wall_seconds
+    autotuning = getattr(getattr(triton, "knobs", None), "autotuning", None)
+    printing = getattr(autotuning, "print", False) if autotuning is not None else \
+        os.environ.get("TRITON_PRINT_AUTOTUNING") == "1"  # a Triton before its knobs
+    if printing and not hit:
+        print(f"Triton autotuning for function {tuner.base_fn.__name__},\nwith key as {key},\n"
+              f"finished after {tuner.bench_time:.2f}s,\nbest config selected: {chosen};",
+              flush=True)
+    listener = getattr(autotuning, "listener", None)  # None without knobs too
+    if listener is not None:
+        listener(fn=jit_function(tuner), key=key, best_config=chosen,
+                 configs_timings=getattr(tuner, "configs_timings", None),
+                 duration=None if hit else tuner.bench_time, cache_hit=hit)
