@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 import triton
 
@@ -241,12 +242,21 @@ def test_the_processes_a_program_starts_are_tuned_by_tunegate_too(tmp_path):
     """Under `tunegate run`, a forked child, a "forkserver" child (which must not come from
     tunegate's own server: one hung there), a spawn pool's daemonic workers and a script run
     with `sys.executable` each tune with tunegate, leaving the wrong config out."""
-    done = run_cli("run", "tests/kernels/run_children.py",
+    _children_tune(tmp_path, ["parent", "fork", "forkserver", "pool", "pool", "subprocess"])
+
+
+@pytest.mark.gpu
+def test_the_processes_a_program_starts_tune_on_the_gpu_too(tmp_path):
+    """The same on the GPU, each child with a CUDA context and workers of its own."""
+    _children_tune(tmp_path, ["parent", "forkserver", "pool", "pool", "subprocess"], "--cuda")
+
+
+def _children_tune(tmp_path, expected: list[str], *flags: str) -> None:
+    done = run_cli("run", "tests/kernels/run_children.py", *flags,
                    env={"PYTHONPATH": str(ROOT), "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line for line in done.stdout.splitlines() if "n=" in line]
-    assert [line.split()[0] for line in lines] == \
-        ["parent", "fork", "forkserver", "pool", "pool", "subprocess"], done.stdout
+    assert [line.split()[0] for line in lines] == expected, done.stdout
     for line in lines:
         assert line.endswith("tunegate=True right=True wrong_left_out=True"), done.stdout
 

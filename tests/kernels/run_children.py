@@ -1,6 +1,6 @@
 """A program for `tunegate run` whose own processes tune: a forked multiprocessing child, a
 "forkserver" child, the (daemonic) workers of a "spawn" pool and a script run with
-`sys.executable`. Each tunes a key of its own and prints whether its kernel was tunegate's,
+`sys.executable` (`--cuda`: on the GPU, without the forked child, which CUDA forbids). Each tunes a key of its own and prints whether its kernel was tunegate's,
 its answer right and the wrong config (VARIANT=1, which forgets the factor) left out."""
 
 import multiprocessing as mp
@@ -24,32 +24,34 @@ def double_kernel(x, y, n, VARIANT: tl.constexpr):
         tl.store(y + offs, 2 * tl.load(x + offs, mask=mask), mask=mask)
 
 
-def double(n: int) -> str:
-    x = torch.randn(n)
-    y = torch.empty(n)
+def double(n: int, device: str = "cpu") -> str:
+    x = torch.randn(n, device=device)
+    y = torch.empty(n, device=device)
     double_kernel[(1,)](x, y, n)
     chosen = double_kernel.best_config.kwargs["VARIANT"]
     return (f"n={n} tunegate={type(double_kernel).__module__.startswith('tunegate')} "
             f"right={torch.equal(y, 2 * x)} wrong_left_out={chosen != 1}")
 
 
-def report(n: int, queue) -> None:
-    queue.put(double(n))
+def report(n: int, device: str, queue) -> None:
+    queue.put(double(n, device))
 
 
 if __name__ == "__main__":
-    print("parent", double(8), flush=True)
-    for method, n in (("fork", 16), ("forkserver", 24)):
+    device = "cuda" if "--cuda" in sys.argv else "cpu"  # a forked child cannot use CUDA
+    print("parent", double(8, device), flush=True)
+    for method, n in (("fork", 16), ("forkserver", 24))[device == "cuda":]:
         ctx = mp.get_context(method)
         queue = ctx.Queue()
-        child = ctx.Process(target=report, args=(n, queue))
+        child = ctx.Process(target=report, args=(n, device, queue))
         child.start()
         print(method, queue.get(timeout=300), flush=True)
         child.join()
     with mp.get_context("spawn").Pool(2) as pool:
-        for line in pool.map(double, [32, 40]):
+        for line in pool.starmap(double, [(32, device), (40, device)]):
             print("pool", line, flush=True)
     done = subprocess.run([sys.executable, "-c", "from run_children import double; "
-                           "print(double(48))"], capture_output=True, text=True, timeout=300,
+                           f"print(double(48, {device!r}))"], capture_output=True, text=True,
+                          timeout=300,
                           cwd=os.path.dirname(os.path.abspath(__file__)))
     print("subprocess", done.stdout.strip() or done.stderr[-2000:], flush=True)
