@@ -11,6 +11,7 @@ from tunegate.autotune import Store, TuneError, Tuner
 from tunegate.autotune.stress import StressCheck
 from tunegate.autotune.worker import TaskRef
 from tunegate.policy import Policy, builtin_policy_path
+from tunegate.space import Choice, Parameter
 
 pytestmark = pytest.mark.interpreter
 
@@ -138,6 +139,52 @@ def test_configs_found_wrong_against_an_outvoted_baseline_are_not_quarantined(tm
     explain = run_cli("policy", "explain", "BLOCK=64, VARIANT=1", "--kernel",
                       f"{KERNELS / 'trust.py'}:WRONG_BASELINE", "--store", str(tmp_path / "s.sqlite"))
     assert "REJECTED" not in explain.stdout and "not judged: " in explain.stdout, explain.stdout
+
+
+_KILLED_AT_THE_FIRST_WRONG = """
+import os, sys
+sys.path.insert(0, {root!r})
+from tests.autotune.test_stress_check import tuner
+from pathlib import Path
+
+def killed(event):
+    if event.get("event") == "trial" and event["trial"].status == "wrong":  # before the vote
+        os._exit(9)
+
+tuner("WRONG_BASELINE", Path({tmp!r}), progress=killed).run()
+"""
+
+
+def test_a_run_killed_before_its_vote_on_the_baseline_quarantines_nothing(tmp_path):
+    """Configs found wrong against the baseline are stored as not judged until the vote on it:
+    a run killed before the vote must not leave them quarantined, or the next run would skip
+    them, leave the wrong baseline unopposed and return it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    killed = subprocess.run([sys.executable, "-c", _KILLED_AT_THE_FIRST_WRONG.format(
+        root=str(ROOT), tmp=str(tmp_path))], capture_output=True, text=True, timeout=300)
+    assert killed.returncode == 9, killed.stderr[-3000:]
+    store = Store(tmp_path / "s.sqlite")
+    assert store.outcomes(("wrong",)) == []
+    assert [r.summary.startswith("not judged yet: wrong output")
+            for _, _, _, r in store.outcomes(("baseline_error",))] == [True]
+    with pytest.raises(TuneError, match="baseline config looks wrong: 3 configs agree"):
+        tuner("WRONG_BASELINE", tmp_path).run()  # every config measured again: outvoted
+
+
+def test_configs_found_wrong_against_a_baseline_the_vote_kept_are_quarantined(tmp_path):
+    from tests.kernels import trust
+
+    task = trust.WRONG_BASELINE.model_copy(update={"space": trust.WRONG_BASELINE.space.model_copy(
+        update={"parameters": {**trust.WRONG_BASELINE.space.parameters,
+                               "VARIANT": Parameter(domain=Choice(choices=(1, 2, 0), default=1))}})})
+    Tuner(task, TaskRef(str(KERNELS / "trust.py"), "WRONG_BASELINE"),
+          policy=Policy.from_files(builtin_policy_path()), store=Store(tmp_path / "s.sqlite")).run()
+    wrong = Store(tmp_path / "s.sqlite").outcomes(("wrong",))
+    assert len(wrong) == 1 and Store(tmp_path / "s.sqlite").outcomes(("baseline_error",)) == []
 
 
 def _config(values):

@@ -36,6 +36,11 @@ class Ledger:
         self.notes: list[str] = []
         self.phases: Counter[str] = Counter()
         self._rows: list[int] = []  # the store's row of each trial
+        # Judged against a baseline config, not ground truth: until the vote on the baseline
+        # (`settle`, `unjudge`), a config found wrong is stored as not judged yet, so that a
+        # run killed before its vote quarantines nothing (see `unjudge` for why that matters).
+        self.provisional = False
+        self._unsettled: set[int] = set()  # trials stored as not judged yet
 
     def open(self, key: TrialKey, timing: str) -> None:
         self.key, self.timing = key, timing
@@ -67,24 +72,52 @@ class Ledger:
     def record(self, trial: Trial) -> None:
         """Add a trial, and its row to the store."""
         self.trials.append(trial)
+        status, reason = self._stored_as(len(self.trials) - 1, trial)
         try:
             row = self.store.record(
-                self.keys, trial.config, trial.status, time_ms=trial.time_ms,
+                self.keys, trial.config, status, time_ms=trial.time_ms,
                 timing=self.timing, checked_draws=trial.checked_draws,
-                checked_launches=trial.checked_launches, reason=trial.reason)
+                checked_launches=trial.checked_launches, reason=reason)
         except StoreError as e:
             row = 0  # no such row: later updates of it change nothing
             self.store_failed(e)
         self._rows.append(row)
         self.progress({"event": "trial", "n": len(self.trials), "trial": trial})
 
+    def _stored_as(self, i: int, trial: Trial) -> tuple[Outcome, Reason | None]:
+        """The status and reason trial `i` is stored with: a wrong one judged against a baseline
+        not voted on yet is stored as not judged."""
+        self._unsettled.discard(i)
+        if not (self.provisional and trial.status is Outcome.WRONG and trial.reason):
+            return trial.status, trial.reason
+        self._unsettled.add(i)
+        return Outcome.BASELINE_ERROR, Reason(
+            kind=Outcome.BASELINE_ERROR, evidence=trial.reason.evidence,
+            summary=f"not judged yet: {trial.reason.summary}, against a baseline config the "
+                    "run had not voted on when it ended")
+
+    def settle(self) -> None:
+        """The vote kept the baseline: the configs found wrong against it are stored as wrong
+        (quarantined), and later ones are stored so at once."""
+        self.provisional = False
+        for i in sorted(self._unsettled):
+            trial = self.trials[i]
+            try:
+                self.store.update(self._rows[i], trial.status, time_ms=trial.time_ms,
+                                  checked_draws=trial.checked_draws,
+                                  checked_launches=trial.checked_launches, reason=trial.reason)
+            except StoreError as e:
+                self.store_failed(e)
+        self._unsettled.clear()
+
     def replace(self, i: int, trial: Trial) -> None:
         """Trial `i` checked again (its full timing, its stress check): its row updated."""
         self.trials[i] = trial
+        status, reason = self._stored_as(i, trial)
         try:
-            self.store.update(self._rows[i], trial.status, time_ms=trial.time_ms,
+            self.store.update(self._rows[i], status, time_ms=trial.time_ms,
                               checked_draws=trial.checked_draws,
-                              checked_launches=trial.checked_launches, reason=trial.reason)
+                              checked_launches=trial.checked_launches, reason=reason)
         except StoreError as e:
             self.store_failed(e)
 
@@ -104,6 +137,8 @@ class Ledger:
                                   checked_launches=trial.checked_launches, reason=reason)
             except StoreError as e:
                 self.store_failed(e)
+        self.provisional = False
+        self._unsettled.clear()
         self.note("the configs found wrong against the baseline are not quarantined: the "
                   "next run measures them again")
 

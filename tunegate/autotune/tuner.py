@@ -185,6 +185,7 @@ class Tuner:
             except WorkerSetupError as e:
                 raise TuneError(f"cannot start tuning {self.task.name}: {e}") from None
         evaluators[1:] = [self._evaluator(w) for w in pool.runs[1:]]
+        self.ledger.provisional = self.baseline is not None  # until the vote below
         search = Search(self.task, self.region, self.ledger, pool, evaluators,
                         strategy=self.strategy_name, budget=self.budget, seed=self.seed,
                         timeout=self.sizing.timeout, staged=self.staged_timing, start=start)
@@ -205,6 +206,7 @@ class Tuner:
         if wrong is not None:
             self.ledger.unjudge(wrong)
             raise TuneError(wrong, self._result(start, evaluators))
+        self.ledger.settle()
         try:
             if stopped is not None:  # no worker left to stress-check with
                 raise stopped
