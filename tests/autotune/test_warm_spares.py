@@ -58,8 +58,12 @@ def test_the_first_tuning_takes_the_spare_which_imports_from_the_path_of_that_ti
     assert "best 32" not in done.stdout  # the wrong config was caught in the spare too
 
 
-@pytest.mark.parametrize("how", ["forbid", "TUNEGATE_WARM=0"])
+@pytest.mark.parametrize("how", ["forbid", "TUNEGATE_WARM=0", "a tunegate run child"])
 def test_no_spare_is_started_where_nothing_tunes(tmp_path, how):
+    """Nor in each process a program under `tunegate run` starts (a pool of them would each
+    start spares, tuning or not)."""
+    env = {"forbid": {}, "TUNEGATE_WARM=0": {"TUNEGATE_WARM": "0"},
+           "a tunegate run child": {"TUNEGATE_RUN_CHILDREN": "1"}}[how]
     done = python(f"""
         from tunegate.autotune import warm
         from tunegate.autotune.pool import idle_workers
@@ -69,7 +73,7 @@ def test_no_spare_is_started_where_nothing_tunes(tmp_path, how):
         warm.warm_up()
         warm.wait_for_spares()
         print("spares", len(idle_workers()))
-        """, tmp_path, **({"TUNEGATE_WARM": "0"} if how != "forbid" else {}))
+        """, tmp_path, **env)
     assert done.returncode == 0, done.stderr
     assert "spares 0" in done.stdout
 

@@ -16,8 +16,9 @@ as it imports it (`mirror`). Triton's driver utilities are built by a background
 meanwhile, where the cache lacks them (`launchers`).
 
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
-command line's verbs that never tune (`forbid`), or with TUNEGATE_WARM=0; a compile server
-only with TUNEGATE_COMPILE_SERVER=1.
+command line's verbs that never tune (`forbid`), in the processes a program under `tunegate run`
+starts (`children`), or with TUNEGATE_WARM=0; a compile server only with
+TUNEGATE_COMPILE_SERVER=1.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import logging
 import os
 import threading
 
+from ..children import MARK as CHILDREN
 from . import trace
 
 __all__ = ["forbid", "preload", "wait_for_spares", "warm_up"]
@@ -55,6 +57,11 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
     the server is forked from this process once it has imported torch and Triton, which this
     call then does first (see `worker.start_server`)."""
     if _STATE.get("forbidden") or "thread" in _STATE or os.environ.get("TUNEGATE_WARM") == "0":
+        return
+    if not here and os.environ.get(CHILDREN) == "1":
+        # A process of a program under `tunegate run` (the program's forked child, too): a
+        # pool of them would each start a score of spares, tuning or not. A tuning there
+        # starts the workers it needs.
         return
     from .launchers import build_driver_ahead
 
