@@ -233,3 +233,23 @@ def test_a_row_sum_whose_first_block_is_too_small_is_refused_and_one_that_covers
     statuses = {t.config["BLOCK"]: t.status
                 for t in mod.row_sum_covering_first_kernel.last_result.trials}
     assert statuses == {64: "ok", 128: "ok", 16: "wrong"}
+
+
+@pytest.mark.parametrize("layout", ["sliced input", "sliced output", "one tensor both"])
+def test_views_keep_the_caller_s_strides_gaps_and_aliasing_in_every_copy(layout):
+    """A kernel reaches a slice of a wider buffer through the caller's strides: each copy a
+    worker makes keeps them (a dense copy made it read and write outside it: heap corruption
+    under the interpreter), and one tensor passed twice stays one tensor."""
+    wide = torch.randn(8, 256)
+    x = wide[:, 8:40] if layout == "sliced input" else torch.randn(8, 32)
+    before = x.clone()
+    buffer = torch.full((8, 160), 7.0)
+    y = {"one tensor both": x, "sliced output": buffer[:, 16:48]}.get(layout, torch.empty(8, 32))
+    mod.strided_double_kernel[(8,)](x, y, 32, x.stride(0), y.stride(0))
+    assert torch.equal(y, 2 * before)
+    if layout == "sliced output":  # the rest of the buffer untouched
+        assert torch.equal(buffer[:, :16], torch.full((8, 16), 7.0))
+        assert torch.equal(buffer[:, 48:], torch.full((8, 112), 7.0))
+    statuses = {(t.config["BLOCK"], t.config["SKIP"]): t.status
+                for t in mod.strided_double_kernel.last_result.trials}
+    assert statuses == {(16, 0): "ok", (32, 1): "wrong", (32, 0): "ok"}, statuses

@@ -176,9 +176,8 @@ def test_a_kernel_autotuned_in_another_module_than_its_jit_function_is_tuned():
     assert {t.status for t in copy.last_result.trials} == {"ok"}
 
 
-def test_a_kernel_defined_inside_a_function_is_tuned_and_checked_in_this_process(caplog):
-    """No worker can import a kernel made inside a function (a test, a factory), but Triton's
-    autotuner tunes it: so does the drop-in, in this process, with the same checks."""
+def _nested_copy() -> Autotuner:
+    """A kernel made inside a function (no worker can import it); SKIP=1 is wrong."""
     @tunegate.autotuned(configs=[triton.Config({"BLOCK": 16, "SKIP": 0}),
                                  triton.Config({"BLOCK": 32, "SKIP": 1}),
                                  triton.Config({"BLOCK": 64, "SKIP": 0})], key=["n"])
@@ -188,6 +187,13 @@ def test_a_kernel_defined_inside_a_function_is_tuned_and_checked_in_this_process
         keep = offs < n - SKIP  # SKIP=1 forgets the last element
         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=keep), mask=keep)
 
+    return nested_copy
+
+
+def test_a_kernel_defined_inside_a_function_is_tuned_and_checked_in_this_process(caplog):
+    """No worker can import a kernel made inside a function (a test, a factory), but Triton's
+    autotuner tunes it: so does the drop-in, in this process, with the same checks."""
+    nested_copy = _nested_copy()
     caplog.set_level(logging.INFO, logger="tunegate")
     x = torch.randn(100)
     y = torch.zeros(100)
@@ -247,23 +253,15 @@ def test_what_triton_s_autotuner_tells_after_a_tuning_is_told(monkeypatch, capsy
     """As Triton's own autotuner: `configs_timings` (every listed config, the wrong one at
     infinity) and `bench_time` after a tuning, the TRITON_PRINT_AUTOTUNING lines, and Triton's
     autotuning listener where this Triton has one."""
-    @tunegate.autotuned(configs=[triton.Config({"BLOCK": 16, "SKIP": 0}),
-                                 triton.Config({"BLOCK": 32, "SKIP": 1}),
-                                 triton.Config({"BLOCK": 64, "SKIP": 0})], key=["n"])
-    @triton.jit
-    def told_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SKIP: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        keep = offs < n - SKIP  # SKIP=1 forgets the last element
-        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=keep), mask=keep)
-
+    told_copy = _nested_copy()  # a key of its own: the store must not have it yet
     autotuning = triton.knobs.autotuning
     heard: list[dict] = []
     if hasattr(autotuning, "listener"):
         monkeypatch.setattr(autotuning, "listener", lambda **told: heard.append(told))
     monkeypatch.setattr(autotuning, "print", True)
-    x = torch.randn(100)
-    y = torch.zeros(100)
-    told_copy[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+    x = torch.randn(96)
+    y = torch.zeros(96)
+    told_copy[lambda meta: (triton.cdiv(96, meta["BLOCK"]),)](x, y, 96)
     assert torch.equal(y, x)
     timings = told_copy.configs_timings
     assert list(timings) == told_copy.configs
@@ -273,11 +271,11 @@ def test_what_triton_s_autotuner_tells_after_a_tuning_is_told(monkeypatch, capsy
     assert told_copy.best_config == min(timings, key=timings.get)
     assert 0 < told_copy.bench_time < 600
     printed = capsys.readouterr().out
-    assert "Triton autotuning for function told_copy" in printed and "(100," in printed
+    assert "Triton autotuning for function nested_copy" in printed and "(96," in printed
     if hasattr(autotuning, "listener"):
         assert len(heard) == 1 and heard[0]["best_config"] is told_copy.best_config
         assert heard[0]["configs_timings"] is timings and heard[0]["cache_hit"] is False
-        assert heard[0]["key"] == (100, "torch.float32", "torch.float32")
+        assert heard[0]["key"] == (96, "torch.float32", "torch.float32")
         assert heard[0]["fn"] is told_copy.fn
-    told_copy[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)  # cached: quiet
+    told_copy[lambda meta: (triton.cdiv(96, meta["BLOCK"]),)](x, y, 96)  # cached: quiet
     assert "Triton autotuning" not in capsys.readouterr().out and len(heard) <= 1

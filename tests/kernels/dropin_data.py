@@ -168,3 +168,19 @@ row_sum_small_first_kernel = triton.autotune(
 row_sum_covering_first_kernel = triton.autotune(
     configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}),
              triton.Config({"BLOCK": 16})], key=["K"])(triton.jit(_row_sum_one_block))
+
+
+# Rows reached through the caller's row strides (`sx`, `sy`): given a slice of a wider buffer,
+# the kernel reaches its elements through the gaps between them. SKIP=1 forgets each row's last
+# element: the wrong config. Called with `y` the same tensor as `x`, it doubles in place.
+@triton.autotune(configs=[triton.Config({"BLOCK": 16, "SKIP": 0}),
+                          triton.Config({"BLOCK": 32, "SKIP": 1}),
+                          triton.Config({"BLOCK": 32, "SKIP": 0})], key=["N"])
+@triton.jit
+def strided_double_kernel(x_ptr, y_ptr, N, sx, sy, BLOCK: tl.constexpr, SKIP: tl.constexpr):
+    row = tl.program_id(0)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < N - SKIP
+        x = tl.load(x_ptr + row * sx + cols, mask=mask)
+        tl.store(y_ptr + row * sy + cols, 2 * x, mask=mask)

@@ -7,6 +7,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import TunegateError
+from .copies import copy_tensors
 from .task import Args, Task
 
 __all__ = ["BaselineError", "Expected", "reference_outputs", "tensors_of"]
@@ -41,7 +42,7 @@ def reference_outputs(task: Task, pristine: Args, zeroed: tuple[str, ...]
     """The state of every tensor after the reference ran on a copy of `pristine` (`zeroed`
     outputs zeroed first, as the kernel sees them); a BaselineError says what it got wrong."""
     assert task.reference is not None
-    args = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine.items()}
+    args = copy_tensors(pristine)
     for name in zeroed:  # as the kernel sees them
         args[name].zero_()
     try:

@@ -29,6 +29,7 @@ import torch
 from ..space.space import Config
 from . import trace
 from .check import Mismatch, bits_differ, compare, follows_poison, poison, working_dtype
+from .copies import copy_tensors, overlapping
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
 from .expected import BaselineError, Expected, reference_outputs, tensors_of
@@ -73,6 +74,9 @@ class Runner:
         self._validate_names()
         drawn = self.inputs(0)  # what the source names but the task does not pass is no argument
         self.in_place = tuple(n for n in self.in_place if isinstance(drawn.get(n), torch.Tensor))
+        aliased = overlapping(drawn, self.poisoned)  # poisoned, they would poison what the
+        self.poisoned = tuple(n for n in self.poisoned if n not in aliased)  # kernel reads
+        self.in_place += tuple(aliased)
         self.draw(0)  # fail fast: a raising reference or a broken baseline stops the run now
 
     def _validate_names(self) -> None:
@@ -118,8 +122,7 @@ class Runner:
         poisoned or zeroed is not copied first."""
         overwritten = {*self.poisoned, *self.zeroed}
         if into is None:
-            args = {k: (torch.empty_like(v) if k in overwritten else v.clone())
-                    if isinstance(v, torch.Tensor) else v for k, v in pristine.items()}
+            args = copy_tensors(pristine, unread=overwritten)
         else:
             args = into
             for k, v in pristine.items():
