@@ -151,3 +151,41 @@ def test_run_starts_the_workers_before_the_program(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "spares 1" in done.stdout
     assert f"path {tmp_path}" in done.stdout  # the script's folder first, as under python
+
+
+_CRASHING_BASELINE = """
+import torch, triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32}),
+                          triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def shift(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if BLOCK == 16:  # a wild pointer: the interpreter's process dies of SIGSEGV
+        x = tl.load(x_ptr + offs + (1 << 40), mask=mask)
+    else:
+        x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, x + 1, mask=mask)
+
+
+if __name__ == "__main__":
+    x = torch.randn(100)
+    y = torch.empty(100)
+    shift[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+    print("right", torch.equal(y, x + 1), shift.best_config.kwargs["BLOCK"] != 16)
+"""
+
+
+def test_a_baseline_config_that_crashes_its_worker_gives_way_and_the_program_lives(tmp_path):
+    """The first listed config crashes the worker as it runs on draw 0: the crash is the
+    config's, not the module's, so the next config is the baseline; the program is never
+    made to run it in its own process (where it would die of the same segfault)."""
+    (tmp_path / "p.py").write_text(_CRASHING_BASELINE)
+    done = tunegate("run", "p.py", cwd=tmp_path, timeout=300,
+                    env={"TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "right True True" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert "tuned in this process" not in done.stderr, done.stderr

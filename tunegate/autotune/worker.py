@@ -25,10 +25,11 @@ from typing import Any
 
 from ..errors import TunegateError
 from ..outcome import Outcome
+from ..space.space import Config
 from . import compile_server, worker_server
 from .backend import COMPILE_ONLY
 from .messages import Reply, Request
-from .worker_child import NotReady, Preload, child_main
+from .worker_child import Loaded, NotReady, Preload, child_main
 from .workload import Setup, TaskRef
 
 __all__ = ["BaselineFailed", "Reply", "Setup", "TaskRef", "Worker", "WorkerSetupError",
@@ -264,23 +265,33 @@ class Worker:
         conn = self._conn
         assert conn is not None and self.setup is not None
         self._pending = False
-        try:
-            answered = conn.poll(self.setup_timeout)
-        except KeyboardInterrupt:
-            self.stop()
-            raise
-        except OSError:  # stopped from another thread (Ctrl-C) while waiting
-            answered = True
-        if not answered:
-            self.stop()
-            raise WorkerSetupError(f"the worker did not load the task within "
-                                   f"{self.setup_timeout:.0f} s (the per-config timeout)")
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            self.stop()
-            raise WorkerSetupError("the worker died while loading the task:\n"
-                                   + self.stderr_tail()) from None
+        deadline = time.monotonic() + self.setup_timeout
+        loaded = False  # the task's module loaded: what fails now is its baseline or reference
+        while True:
+            try:
+                answered = conn.poll(max(0.0, deadline - time.monotonic()))
+            except KeyboardInterrupt:
+                self.stop()
+                raise
+            except OSError:  # stopped from another thread (Ctrl-C) while waiting
+                answered = True
+            if not answered:
+                self.stop()
+                raise WorkerSetupError(f"the worker did not load the task within "
+                                       f"{self.setup_timeout:.0f} s (the per-config timeout)")
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                tail, died = self.stderr_tail(), self._death()
+                self.stop()
+                if loaded:  # another process would crash there too: the next baseline's turn
+                    raise BaselineFailed(f"the worker died ({died}) running the "
+                                         f"{self._checked_with()} on draw 0\n{tail}") from None
+                raise WorkerSetupError(f"the worker died ({died}) while loading the task\n"
+                                       + tail) from None
+            if not isinstance(msg, Loaded):
+                break
+            loaded = True
         self._unread = 0  # it has read everything sent before its answer
         if isinstance(msg, NotReady):
             self.stop()
@@ -292,6 +303,13 @@ class Worker:
     def start(self) -> None:
         self.launch()
         self.wait()
+
+    def _checked_with(self) -> str:
+        """What a run worker's setup runs first: the baseline config, or the reference."""
+        assert self.setup is not None
+        if self.setup.baseline_json:
+            return f"baseline config {Config.from_json(self.setup.baseline_json).text()}"
+        return "reference function"
 
     def stderr_tail(self, lines: int = 12) -> str:
         try:

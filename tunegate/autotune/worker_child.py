@@ -13,14 +13,14 @@ import sys
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Callable
 
 from ..outcome import Outcome
 from . import steering, trace
 from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
 
-__all__ = ["NotReady", "Preload", "Ready", "build_ahead", "child_main", "classify",
+__all__ = ["Loaded", "NotReady", "Preload", "Ready", "build_ahead", "child_main", "classify",
            "die_with_parent", "ready"]
 
 # Errors after which a CUDA context is unusable: the worker must not take another config.
@@ -78,6 +78,13 @@ class Ready:
 
 
 @dataclass(frozen=True)
+class Loaded:
+    """A run worker's word, before its reference or baseline first runs, that the task's
+    module loaded: a crash from here on is the baseline's (or the reference's), not the
+    module's, which another process would import no better."""
+
+
+@dataclass(frozen=True)
 class NotReady:
     """A worker's answer to a setup that failed; `baseline` when the reference or baseline
     failed (nothing can be checked), else the task could not be loaded."""
@@ -131,9 +138,11 @@ def die_with_parent() -> None:
         pass
 
 
-def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
+def ready(setup: Setup, local: Any = None, loaded: Callable[[], None] = lambda: None
+          ) -> tuple[Any, Ready | NotReady]:
     """The runner for `setup` (its task made from `local` where given, see `_load`), and the
-    message that says whether it could be made."""
+    message that says whether it could be made; `loaded` is called once the task is loaded,
+    before the runner runs anything."""
     from ..space.space import Config
     from .runner import BaselineError, Runner, device_facts
 
@@ -150,6 +159,7 @@ def ready(setup: Setup, local: Any = None) -> tuple[Any, Ready | NotReady]:
             return compiler, Ready("", compiler.kind, None)
         baseline = Config.from_json(setup.baseline_json) if setup.baseline_json else None
         task = _load(setup.ref, local)
+        loaded()
         with trace.span("runner"):
             runner = Runner(task, seed=setup.seed, baseline=baseline, inputs=setup.ref.inputs,
                             deterministic=setup.deterministic)
@@ -208,7 +218,7 @@ def _take_task(conn: Connection, setup: Setup) -> Any:
     whether that worked; the runner, or None (the worker then ends)."""
     steering.take_late(setup.late_env)
     with trace.span("load task"):
-        runner, message = ready(setup)
+        runner, message = ready(setup, loaded=lambda: conn.send(Loaded()))
     conn.send(message)
     build_ahead(runner)
     return runner
