@@ -279,3 +279,23 @@ def test_what_triton_s_autotuner_tells_after_a_tuning_is_told(monkeypatch, capsy
         assert heard[0]["fn"] is told_copy.fn
     told_copy[lambda meta: (triton.cdiv(96, meta["BLOCK"]),)](x, y, 96)  # cached: quiet
     assert "Triton autotuning" not in capsys.readouterr().out and len(heard) <= 1
+
+
+def test_a_key_argument_left_at_its_default_is_not_named_in_the_key():
+    """Triton's key leaves out a `key` argument the call does not pass: its text must not
+    give the next key argument's name to a dtype."""
+    @triton.jit
+    def copy_mode(x_ptr, y_ptr, n, MODE: tl.constexpr = 0, BLOCK: tl.constexpr = 16):
+        offs = tl.arange(0, BLOCK) + MODE
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    tuner = tunegate.autotuned(configs=[triton.Config({"BLOCK": 16}),
+                                        triton.Config({"BLOCK": 32})], key=["n", "MODE"])(copy_mode)
+    tuner.nargs = {"x_ptr": torch.empty(4), "y_ptr": torch.empty(4), "n": 4}
+    from tunegate.autotune.callsite import key_text
+
+    key = tuner._key({})
+    assert key == (4, "torch.float32", "torch.float32")
+    assert key_text(tuner._key_names({}), key) == "n=4,torch.float32,torch.float32"
+    assert key_text(tuner._key_names({"MODE": 1}), tuner._key({"MODE": 1})) == \
+        "n=4,MODE=1,torch.float32,torch.float32"

@@ -64,16 +64,16 @@ def launched_source(tuner: TritonAutotuner) -> str:
     return short_hash(getattr(jit, "src", None) or source_of(jit))
 
 
-def key_text(tuner: TritonAutotuner, key: tuple[Any, ...]) -> str:
-    """Triton's tuning key as text: `name=value` for the key arguments, then the dtypes."""
-    names = list(tuner.keys)
+def key_text(names: Sequence[str], key: tuple[Any, ...]) -> str:
+    """Triton's tuning key as text: `name=value` for the key arguments the call passed
+    (`names`: Triton's key leaves out the others), then the dtypes."""
     return ",".join([f"{n}={v}" for n, v in zip(names, key)] + [str(v) for v in key[len(names):]])
 
 
-def problem(tuner: TritonAutotuner, key: tuple[Any, ...], configs: Sequence[Any]) -> str:
+def problem(names: Sequence[str], key: tuple[Any, ...], configs: Sequence[Any]) -> str:
     """The store's problem: the key, plus a digest of the candidate list it was tuned over."""
     digest = short_hash("|".join(str(c) for c in configs), 10)
-    return f"{key_text(tuner, key)},configs={digest}"
+    return f"{key_text(names, key)},configs={digest}"
 
 
 class Configs:

@@ -216,9 +216,14 @@ class Autotuner(TritonAutotuner):
     def _key(self, kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """Triton's key: the `key` arguments' values, then every tensor argument's dtype."""
         named = {k: v for k, v in {**self.nargs, **kwargs}.items() if k in self.arg_names}
-        key = [named[k] for k in self.keys if k in named]
+        key = [named[k] for k in self._key_names(kwargs)]
         key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
         return tuple(key)
+
+    def _key_names(self, kwargs: dict[str, Any]) -> list[str]:
+        """The `key` arguments this call passes (one left at its default is not in the key)."""
+        given = {**self.nargs, **kwargs}
+        return [k for k in self.keys if k in given and k in self.arg_names]
 
     # -- tuning ------------------------------------------------------------------------------
     def _gate(self) -> tuple[Policy, Environment]:
@@ -244,7 +249,7 @@ class Autotuner(TritonAutotuner):
                           "; ".join(r.line() for r in reasons))
             else:
                 allowed.append(config)
-        name, shown = self.base_fn.__name__, key_text(self, key)
+        name, shown = self.base_fn.__name__, key_text(self._key_names(kwargs), key)
         if not allowed:
             error = (f"every config of {name} is excluded by the policy here (rules: "
                      f"{', '.join(sorted(set(excluded)))}). `tunegate policy explain CONFIG "
@@ -294,8 +299,9 @@ class Autotuner(TritonAutotuner):
             compiled = {}  # a heuristic made an object: such configs compile at their launch
         outputs = self.outputs if self.outputs is not None else tuple(
             n for n in stored_arguments(self) if hasattr(bound.get(n), "dtype"))
-        call = CallSite(depth=depth, problem=problem(self, key, pruned), entries=entries,
-                        grids=grids, compiled=compiled, launch=launch, outputs=outputs,
+        call = CallSite(depth=depth, problem=problem(self._key_names(kwargs), key, pruned),
+                        entries=entries, grids=grids, compiled=compiled, launch=launch,
+                        outputs=outputs,
                         scratch=self.scratch,
                         features=self.features, tolerances=self.tolerances,
                         reference=self.reference, kernel=launched_source(self))
