@@ -161,6 +161,12 @@ class Autotuner(TritonAutotuner):
         warm_up(gpu_only=True)  # a program that defines an autotuned kernel will tune it
         preload(self.base_fn.__module__, self.defined_in)  # what its workers will import
 
+    @property
+    def bench_time(self) -> float | None:
+        """Triton's: the seconds the last tuning took (a property, not state: a task's
+        fingerprint reads the autotuner's simple attributes as its configuration)."""
+        return None if self.last_result is None else self.last_result.wall_seconds
+
     # -- Triton's call convention ------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """`kernel(*args)` when the decorator was given `grid=`; else use `kernel[grid](...)`."""

@@ -91,9 +91,10 @@ def tell_triton(tuner: Any, key: tuple[Any, ...], chosen: Any, listed: Any,
     """What Triton's own autotuner leaves and tells after a key is tuned, for the tools that
     read it: `configs_timings` (each listed config's time, in Triton's form: [median, 20th and
     80th percentile] ms, here the one time measured thrice; infinity for a config excluded,
-    rejected or not measured) and `bench_time`, the TRITON_PRINT_AUTOTUNING lines and
-    `triton.knobs.autotuning.listener`, where this Triton has them. `result` is None where one
-    config was used without measuring it (as Triton: nothing measured, a cache hit)."""
+    rejected or not measured; `bench_time` is read from the result), the
+    TRITON_PRINT_AUTOTUNING lines and `triton.knobs.autotuning.listener`, where this Triton
+    has them. `result` is None where one config was used without measuring it (as Triton:
+    nothing measured, a cache hit)."""
     import triton
 
     from ..kernelfile import jit_function
@@ -106,7 +107,6 @@ def tell_triton(tuner: Any, key: tuple[Any, ...], chosen: Any, listed: Any,
             times.setdefault(result.best.key(), result.best_time_ms)
         tuner.configs_timings = {config: [times.get(point.key(), float("inf"))] * 3
                                  for point, config in zip(listed.points, listed.configs)}
-        tuner.bench_time = result.wall_seconds
     autotuning = getattr(getattr(triton, "knobs", None), "autotuning", None)
     printing = getattr(autotuning, "print", False) if autotuning is not None else \
         os.environ.get("TRITON_PRINT_AUTOTUNING") == "1"  # a Triton before its knobs
