@@ -146,3 +146,54 @@ def test_ctrl_c_while_the_drop_in_tunes_stops_the_program_and_keeps_what_was_mea
     assert proc.returncode == 130, err
     assert "the program went on" not in out, out
     assert "1 tuning(s)" in err and "MODE=0" in err, err
+
+
+def _alive_in_session(sid: int) -> list[int]:
+    """The processes of session `sid` that are not zombies."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            alive.append(int(entry))
+    return alive
+
+
+def test_a_program_killed_while_a_config_hangs_leaves_no_process_behind(tmp_path):
+    """SIGKILL to the program alone (a parent's `Popen.kill()`, a scheduler) while a worker is
+    stuck in a hung config: the worker server and the worker end with it (a worker held the
+    server's "alive" pipe open, so both ran on for good)."""
+    import sqlite3
+
+    (tmp_path / "p.py").write_text(_HANGING_PROGRAM)
+    store = tmp_path / "s.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "tunegate", "run", "p.py"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, "TUNEGATE_STORE": str(store)})
+    try:
+        deadline = time.monotonic() + 180
+        measured = 0
+        while not measured:  # the baseline measured: the hung config runs next
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+            try:
+                with sqlite3.connect(store) as db:
+                    measured = db.execute("SELECT count(*) FROM trials WHERE status='ok'"
+                                          ).fetchone()[0]
+            except sqlite3.Error:
+                pass
+        time.sleep(1.0)  # into the hung config
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive_in_session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _alive_in_session(proc.pid) == []
+    finally:
+        for pid in _alive_in_session(proc.pid):
+            os.kill(pid, signal.SIGKILL)

@@ -206,6 +206,23 @@ def _prepare_spare() -> None:
         pass
 
 
+def _let_the_server_end() -> None:
+    """A worker forked from a fork server holds a copy of the write end of the server's
+    "alive" pipe (multiprocessing gives it one, to start processes of its own from there,
+    which a worker never does); the server ends only when every copy is closed. Held here, a
+    worker stuck in a kernel kept the server alive after the program was killed, and the
+    server kept it alive in turn (it dies with the server): both ran on for good."""
+    from multiprocessing import forkserver
+
+    fd = forkserver._forkserver._forkserver_alive_fd  # noqa: SLF001 - set by the fork server
+    if fd is not None:
+        forkserver._forkserver._forkserver_alive_fd = None  # noqa: SLF001
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def _free_memory() -> None:
     """Give cached GPU memory back (the runner's tensors are freed as it is dropped)."""
     torch = sys.modules.get("torch")
@@ -231,6 +248,7 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
     `first`, which multiprocessing keeps for the process's whole life: an unloaded task must
     leave nothing behind, above all not the caller's GPU memory, shared (CUDA IPC)."""
     die_with_parent()
+    _let_the_server_end()
     if not _alive(parent):
         return  # the parent died before the line above took effect
     os.environ.clear()  # the parent's environment, also when forked from a server started
