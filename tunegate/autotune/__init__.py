@@ -23,7 +23,7 @@ _EXPORTS = {
     "strategies": ("STRATEGIES", "Strategy"),
     "task": ("Task", "kernel_hash", "space_from_triton_configs", "triton_config_values"),
     "tuner": ("Tuner",),
-    "results": ("Budget", "TuneError", "TuneResult"),
+    "results": ("Budget", "TuneError", "TuneInterrupted", "TuneResult"),
     "evaluator": ("Trial",),
     "baseline": ("baseline_config",),
     "stress": ("StressCheck",),

@@ -41,7 +41,7 @@ from .inputs import CallerData
 from .outputs import stored_arguments
 from .refs import locate
 from .store import Store, open_store
-from .tuner import Budget, TuneError, TuneResult, Tuner, baseline_config
+from .tuner import Budget, TuneError, TuneInterrupted, TuneResult, Tuner, baseline_config
 from .warm import preload, warm_up
 from .worker import TaskRef
 
@@ -269,6 +269,9 @@ class Autotuner(TritonAutotuner):
             return allowed[0]
         try:
             result = self._tune(args, kwargs, key, pruned, listed, traits)
+        except TuneInterrupted as e:  # stored, and reported; then the program stops
+            record(name, shown, len(pruned), excluded, e.result, error="interrupted (Ctrl-C)")
+            raise
         except TuneError as e:
             record(name, shown, len(pruned), excluded, e.result, error=str(e).split("\n")[0])
             if self.reference is None and "reference" in str(e):  # said in the drop-in's terms
@@ -278,8 +281,6 @@ class Autotuner(TritonAutotuner):
             raise
         winner = Config(values={k: v for k, v in result.best.items() if v is not None})
         record(name, shown, len(pruned), excluded, result, winner=winner.text())
-        if result.interrupted:  # what was measured is kept; the program stops, as it was
-            raise KeyboardInterrupt  # asked to (its launch never runs a half-tuned config)
         chosen = listed.triton_config(result.best)
         tell_triton(self, key, chosen, listed, result)
         return chosen
@@ -328,6 +329,9 @@ class Autotuner(TritonAutotuner):
         options.setdefault("store", None if self.persist else _scratch_store())
         if isinstance(options["store"], (str, os.PathLike)) or options["store"] is None:
             options["store"] = open_store(options["store"])
+        # A Ctrl-C keeps what was measured and stops the program, as it was asked to: its
+        # launch never runs a half-tuned config.
+        options.setdefault("on_interrupt", "raise")
         tuner = Tuner(make_task(self, call, pruned), ref, policy=policy, env=env, traits=traits,
                       budget=budget if isinstance(budget, Budget) else Budget(configs=budget),
                       here=self, **options)

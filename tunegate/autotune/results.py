@@ -9,7 +9,7 @@ from ..outcome import Outcome
 from ..space.space import Config
 from .evaluator import Trial
 
-__all__ = ["Budget", "TuneError", "TuneResult"]
+__all__ = ["Budget", "TuneError", "TuneInterrupted", "TuneResult"]
 
 
 class TuneError(RuntimeError, TunegateError):
@@ -19,6 +19,15 @@ class TuneError(RuntimeError, TunegateError):
     def __init__(self, message: str, result: "TuneResult | None" = None) -> None:
         super().__init__(message)
         self.result = None if result is None else result.model_copy(update={"error": message})
+
+
+class TuneInterrupted(KeyboardInterrupt):
+    """A Ctrl-C that stopped a tuning (`Tuner(on_interrupt="raise")`): what was measured is
+    stored, and `result` holds it."""
+
+    def __init__(self, result: "TuneResult") -> None:
+        super().__init__()
+        self.result = result
 
 
 class Budget(BaseModel):

@@ -27,7 +27,7 @@ from .fingerprint import codegen_environment, digest
 from . import trace
 from .ledger import Ledger
 from .pool import WorkerPool
-from .results import Budget, TuneError, TuneResult
+from .results import Budget, TuneError, TuneInterrupted, TuneResult
 from .reuse import PROCESS_RECHECKED, Rechecked, check_here, in_process_runner, stored_best
 from .schedule import Sizing
 from .search import Search
@@ -61,7 +61,9 @@ class Tuner:
     has them (the drop-in); by default they are read from the kernel and the task's inputs.
     `here` is the live object the task is made from (the drop-in's autotuner): should no
     worker process load the task (an import that works only in this process), it is tuned in
-    this process instead (`local.LocalWorker`).
+    this process instead (`local.LocalWorker`). On a Ctrl-C, what was measured is kept; then
+    `on_interrupt="report"` ends the run with the best of it that passes the stress check (a
+    command's), "raise" raises KeyboardInterrupt at once (a program's, which stops).
     """
 
     def __init__(self, task: Task, ref: TaskRef, *, policy: Policy | None = None,
@@ -72,10 +74,12 @@ class Tuner:
                  recheck_reused: bool = True, devices: int | None = None,
                  staged_timing: bool = True, rechecked: Rechecked | None = None,
                  traits: KernelTraits | None = None, here: Any = None,
+                 on_interrupt: str = "report",
                  progress: Callable[[dict[str, Any]], None] | None = None) -> None:
         _check_options(draws=draws, timeout=timeout, compile_workers=compile_workers,
-                       devices=devices)
+                       devices=devices, on_interrupt=on_interrupt)
         self.task, self.ref, self.here = task, ref, here
+        self.on_interrupt = on_interrupt
         self.strategy_name, self.budget, self.seed, self.draws = strategy, budget, seed, draws
         self.stress, self.retune, self.recheck_reused = stress, retune, recheck_reused
         self.staged_timing = staged_timing
@@ -201,6 +205,8 @@ class Tuner:
             interrupted, stopped = True, e
         if interrupted and stopped is None and not self.ledger.trials:
             raise KeyboardInterrupt  # Ctrl-C before any config was measured: nothing to report
+        if interrupted and stopped is None and self.on_interrupt == "raise":
+            raise TuneInterrupted(self._result(start, evaluators, interrupted=True))
         wrong = None if self.baseline is None else outvoted(self.ledger.trials, self.baseline,
                                                             self.compared_with)
         if wrong is not None:
@@ -216,6 +222,11 @@ class Tuner:
             pool.run.stop()  # a request may be in flight: its answer must never be read
             interrupted = True
             best, best_time = stressed_winner(self.ledger)
+            if isinstance(e, KeyboardInterrupt) and self.on_interrupt == "raise":
+                raise TuneInterrupted(self._result(start, evaluators, interrupted=True)) \
+                    from None
+            if isinstance(e, KeyboardInterrupt) and best is None:
+                raise  # nothing passed the stress check yet: nothing to report
             why_stopped = "a second Ctrl-C" if isinstance(e, KeyboardInterrupt) else \
                 f"a worker could not be restarted: {e}"
             self.ledger.notes.append(
@@ -361,7 +372,7 @@ class Tuner:
 
 
 def _check_options(*, draws: int, timeout: float | None, compile_workers: int | None,
-                   devices: int | None) -> None:
+                   devices: int | None, on_interrupt: str) -> None:
     """Refuse option values the CLI would refuse, before any worker starts: a NaN or infinite
     timeout reached the worker's wait and left its replies out of step for the next tuning."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
@@ -375,3 +386,5 @@ def _check_options(*, draws: int, timeout: float | None, compile_workers: int | 
                                   or value < low):
             raise UsageError(f"{name} must be a whole number, {low} or more (or None for the "
                              f"default), not {value!r}")
+    if on_interrupt not in ("report", "raise"):
+        raise UsageError(f"on_interrupt must be 'report' or 'raise', not {on_interrupt!r}")

@@ -52,8 +52,10 @@ def no_winner(ledger: Ledger, task: Task, region: Region, budget: Budget,
     """Why no config won: what stopped the run, the clock, the policy, or the configs
     measured. `stopped`: why the run ended early (a worker that could not be restarted)."""
     trials = ledger.trials
-    if stopped is not None and not any(t.status is Outcome.OK for t in trials):
-        return f"tuning {task.name} stopped before any config was found correct: {stopped}"
+    if stopped is not None:
+        done = "was found correct" if not any(t.status is Outcome.OK for t in trials) else \
+            "passed its stress check"
+        return f"tuning {task.name} stopped before any config {done}: {stopped}"
     candidates = (any(map(region.contains, task.configs))
                   if task.configs is not None else region.upper_bound() > 0)
     if not trials and budget.seconds is not None and candidates:
