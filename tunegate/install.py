@@ -85,7 +85,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
 
     Without a GPU the program's kernels run under Triton's interpreter. Returns the
     program's exit status; a tunegate error that ends the program is raised, for the CLI to
-    say in one line. The script's folder goes first on `sys.path`, as `python SCRIPT` does;
+    say in one line. The script's folder is first on `sys.path`, as `python SCRIPT` has it;
     tuning workers re-import the script, so its own work must sit under
     `if __name__ == "__main__":`. When the program ends, a table of what was tuned (if
     anything) goes to stderr. The Python processes the program starts are tuned by tunegate
@@ -108,7 +108,10 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [target, *args]
     try:
-        sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
+        # As python's own first entry (the script's real folder, symlinks resolved, or the
+        # current one for a module), in place of the launcher's (tunegate's folder, or the
+        # current one under `python -m tunegate`).
+        sys.path[:1] = [os.getcwd() if module else os.path.dirname(os.path.realpath(target))]
         warm_up(here=True)  # the workers start while the program does
         trace.event("program", target=target)
         with reaching_children():

@@ -189,3 +189,22 @@ def test_a_baseline_config_that_crashes_its_worker_gives_way_and_the_program_liv
     assert done.returncode == 0, done.stderr[-3000:]
     assert "right True True" in done.stdout, done.stdout + done.stderr[-3000:]
     assert "tuned in this process" not in done.stderr, done.stderr
+
+
+def test_run_finds_modules_where_python_does(tmp_path):
+    """`sys.path[0]` is the script's real folder, as under `python SCRIPT`: a symlinked script
+    imports the modules beside its real file, and the current folder (the launcher's first
+    entry under `python -m tunegate`) is not on the path."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "beside.py").write_text("WHERE = 'beside the real file'\n")
+    (tmp_path / "real" / "main.py").write_text(
+        "import beside, sys\nprint(beside.WHERE)\n"
+        "try:\n    import in_cwd\nexcept ImportError:\n    print('no in_cwd')\n")
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "main.py").symlink_to(tmp_path / "real" / "main.py")
+    (tmp_path / "in_cwd.py").write_text("print('imported from the current folder')\n")
+    for ran in (tunegate("run", "links/main.py", cwd=tmp_path),
+                subprocess.run([sys.executable, "links/main.py"], capture_output=True,
+                               text=True, cwd=tmp_path, timeout=60)):
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.split("\n")[:2] == ["beside the real file", "no in_cwd"], ran.stdout
