@@ -36,9 +36,12 @@ def test_a_second_run_reuses_what_the_first_tuned_unless_told_not_to(tmp_path):
     second = tunegate_run(cwd=tmp_path, env=env)
     assert second.returncode == 0, second.stderr
     assert all(" reused " in r for r in _rows(second)), second.stderr
-    fresh = tunegate_run(cwd=tmp_path, env=env, before=("--no-store",))
+    (tmp_path / "tmp").mkdir()
+    fresh = tunegate_run(cwd=tmp_path, env={**env, "TMPDIR": str(tmp_path / "tmp")},
+                         before=("--no-store",))
     assert fresh.returncode == 0, fresh.stderr
     assert not any(" reused " in r for r in _rows(fresh)), fresh.stderr
+    assert not list((tmp_path / "tmp").glob("tunegate-run-*"))  # its store went with it
 
 
 def test_run_ends_with_one_row_per_tuning_on_stderr(tmp_path):

@@ -47,17 +47,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..autotune import default_store_path
     from ..install import run_program
 
-    if args.no_store:
-        scratch = tempfile.mkdtemp(prefix="tunegate-run-")
-        os.environ["TUNEGATE_STORE"] = os.path.join(scratch, "store.sqlite")
-    else:  # the program's tunings are kept for its next run
-        os.environ.setdefault("TUNEGATE_STORE", str(default_store_path()))
-
-    if args.module:
-        return run_program(args.module, args.program, module=True)
-    if not args.program:
+    if not args.module and not args.program:
         raise UsageError("say which program: tunegate run SCRIPT [ARGS ...] or -m MODULE")
-    return run_program(args.program[0], args.program[1:])
+    with tempfile.TemporaryDirectory(prefix="tunegate-run-") as scratch:
+        if args.no_store:  # a store of this run's own, removed with it
+            os.environ["TUNEGATE_STORE"] = os.path.join(scratch, "store.sqlite")
+        else:  # the program's tunings are kept for its next run
+            os.environ.setdefault("TUNEGATE_STORE", str(default_store_path()))
+        if args.module:
+            return run_program(args.module, args.program, module=True)
+        return run_program(args.program[0], args.program[1:])
 
 
 def add_parsers(verbs: Any) -> None:
