@@ -220,15 +220,14 @@ class Tuner:
                 best, best_time = winner(self.ledger, evaluators[0], time.perf_counter() - start)
         except (KeyboardInterrupt, WorkerSetupError) as e:
             pool.run.stop()  # a request may be in flight: its answer must never be read
-            interrupted = True
+            interrupted, again = True, interrupted
             best, best_time = stressed_winner(self.ledger)
             if isinstance(e, KeyboardInterrupt) and self.on_interrupt == "raise":
                 raise TuneInterrupted(self._result(start, evaluators, interrupted=True)) \
                     from None
-            if isinstance(e, KeyboardInterrupt) and best is None:
-                raise  # nothing passed the stress check yet: nothing to report
-            why_stopped = "a second Ctrl-C" if isinstance(e, KeyboardInterrupt) else \
-                f"a worker could not be restarted: {e}"
+            why_stopped = f"a worker could not be restarted: {e}" \
+                if not isinstance(e, KeyboardInterrupt) else "a second Ctrl-C" if again else \
+                "a Ctrl-C during the stress check"
             self.ledger.notes.append(
                 f"the run was stopped before its end ({why_stopped}); "
                 + ("the fastest config that had passed the stress check is reported"
