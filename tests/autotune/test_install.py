@@ -252,8 +252,9 @@ def test_the_processes_a_program_starts_tune_on_the_gpu_too(tmp_path):
 
 
 def _children_tune(tmp_path, expected: list[str], *flags: str) -> None:
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     done = run_cli("run", "tests/kernels/run_children.py", *flags,
-                   env={"PYTHONPATH": str(ROOT), "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
+                   env={"PYTHONPATH": path, "TUNEGATE_STORE": str(tmp_path / "s.sqlite")})
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line for line in done.stdout.splitlines() if "n=" in line]
     assert [line.split()[0] for line in lines] == expected, done.stdout

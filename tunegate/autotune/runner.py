@@ -18,7 +18,6 @@ not compared either; nor are the task's `scratch` arguments. `not_compared` reco
 from __future__ import annotations
 
 import os
-import pickle
 import statistics
 import time
 from functools import cached_property
@@ -263,13 +262,18 @@ class Runner:
         """Draw 0's arguments as Triton specialises a launch on them, for compile workers (so
         that they make no inputs of their own): each tensor's dtype, the other values as they
         are. None where that is not the whole story: a tensor that is not 16-byte aligned (its
-        launch specialises otherwise), a value that cannot be sent to another process."""
+        launch specialises otherwise), a value that cannot be sent to another process as a
+        worker sends it (a tensor descriptor over the caller's GPU tensor, which this process
+        received from the caller's: torch refuses to pass such a tensor on, and the worker
+        died sending its answer)."""
+        from multiprocessing.reduction import ForkingPickler
+
         from .precompile import TensorSpec
 
         try:
             specs = {name: TensorSpec.of(value) if isinstance(value, torch.Tensor) else value
                      for name, value in self.inputs(0).items()}
-            pickle.dumps(specs)
+            ForkingPickler.dumps(specs)
         except Exception:  # noqa: BLE001 - a misaligned tensor (PrecompileError), or whatever
             return None  # pickling an unknown value raises
         return specs
