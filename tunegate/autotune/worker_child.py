@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
@@ -236,7 +236,12 @@ def _take_task(conn: Connection, setup: Setup) -> Any:
     steering.take_late(setup.late_env)
     with trace.span("load task"):
         runner, message = ready(setup, loaded=lambda: conn.send(Loaded()))
-    conn.send(message)
+    try:
+        conn.send(message)  # pickled whole before a byte is written
+    except Exception:  # noqa: BLE001 - its arg_specs cannot go (`Runner.arg_specs`): the
+        if not isinstance(message, Ready) or message.arg_specs is None:  # compile workers
+            raise  # then make their own arguments
+        conn.send(replace(message, arg_specs=None))
     build_ahead(runner)
     return runner
 
