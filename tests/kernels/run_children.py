@@ -13,9 +13,8 @@ import triton
 import triton.language as tl
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK": 32, "SHIFT": 0}),
-                         triton.Config({"BLOCK": 64, "SHIFT": 1}),
-                         triton.Config({"BLOCK": 64, "SHIFT": 0})], key=["n"])
+@triton.autotune(configs=[triton.Config({"BLOCK": block, "SHIFT": shift})
+                          for block, shift in ((32, 0), (64, 1), (64, 0))], key=["n"])
 @triton.jit
 def negate_kernel(x, y, n, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
