@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
@@ -214,13 +214,9 @@ def _let_the_server_end() -> None:
     server kept it alive in turn (it dies with the server): both ran on for good."""
     from multiprocessing import forkserver
 
-    fd = forkserver._forkserver._forkserver_alive_fd  # noqa: SLF001 - set by the fork server
-    if fd is not None:
-        forkserver._forkserver._forkserver_alive_fd = None  # noqa: SLF001
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+    from .worker_server import close_alive_end
+
+    close_alive_end(forkserver._forkserver)  # noqa: SLF001 - where the fork server put it
 
 
 def _free_memory() -> None:
@@ -236,12 +232,7 @@ def _take_task(conn: Connection, setup: Setup) -> Any:
     steering.take_late(setup.late_env)
     with trace.span("load task"):
         runner, message = ready(setup, loaded=lambda: conn.send(Loaded()))
-    try:
-        conn.send(message)  # pickled whole before a byte is written
-    except Exception:  # noqa: BLE001 - its arg_specs cannot go (`Runner.arg_specs`): the
-        if not isinstance(message, Ready) or message.arg_specs is None:  # compile workers
-            raise  # then make their own arguments
-        conn.send(replace(message, arg_specs=None))
+    conn.send(message)
     build_ahead(runner)
     return runner
 

@@ -70,10 +70,12 @@ def _forget_the_parents() -> None:
     _SERVER[0] = forkserver.ForkServer()
 
 
-def close_alive_end(parents: forkserver.ForkServer) -> None:
-    """In a forked child, close its copy of the write end of `parents`'s "alive" pipe."""
-    fd = getattr(parents, "_forkserver_alive_fd", None)
+def close_alive_end(server: forkserver.ForkServer) -> None:
+    """Close this process's copy of the write end of `server`'s "alive" pipe (the server ends
+    once every copy is closed), and forget it."""
+    fd = getattr(server, "_forkserver_alive_fd", None)
     if fd is not None:
+        server._forkserver_alive_fd = None  # noqa: SLF001 - multiprocessing's own field
         try:
             os.close(fd)
         except OSError:
