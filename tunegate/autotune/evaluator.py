@@ -100,12 +100,13 @@ class Evaluator:
         return Trial(config=config, status=Outcome.OK, checked_draws=draws,
                      checked_launches=checked.launches)
 
-    def stress(self, trial: Trial, whole: bool = True, tuned_seconds: float | None = None
-               ) -> Trial:
+    def stress(self, trial: Trial, whole: bool = True, tuned_seconds: float | None = None,
+               can_race: bool = True) -> Trial:
         """The stress check of a trial's config (the whole one, or the search's light one);
-        the trial, updated with what it saw. `tuned_seconds`: see `StressCheck.resolved`."""
+        the trial, updated with what it saw. `tuned_seconds`, `can_race`: see
+        `StressCheck.resolved`."""
         kind = self.worker.kind or "interpreter"
-        settings = self.stress_check.resolved(kind, tuned_seconds) if whole else \
+        settings = self.stress_check.resolved(kind, tuned_seconds, can_race) if whole else \
             self.stress_check.light(kind)
         reply = self._request(Stress(trial.config, settings))
         if reply.status is not Outcome.OK:

@@ -24,6 +24,7 @@ from .baseline import allowed_baseline, alternatives, baseline_config, outvoted
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
+from .hazards import race_hazards
 from . import trace
 from .ledger import Ledger
 from .pool import WorkerPool
@@ -217,7 +218,8 @@ class Tuner:
             if stopped is not None:  # no worker left to stress-check with
                 raise stopped
             with trace.span("winner"):
-                best, best_time = winner(self.ledger, evaluators[0], time.perf_counter() - start)
+                best, best_time = winner(self.ledger, evaluators[0], time.perf_counter() - start,
+                                         self._race_hazards)
         except (KeyboardInterrupt, WorkerSetupError) as e:
             pool.run.stop()  # a request may be in flight: its answer must never be read
             interrupted, again = True, interrupted
@@ -241,6 +243,11 @@ class Tuner:
                             interrupted=interrupted)
 
     # -- the parts -------------------------------------------------------------------------
+    def _race_hazards(self, config: Config) -> tuple[str, ...]:
+        """`race_hazards` of `config`; a drop-in's launch (`here`) runs only its kernel."""
+        return race_hazards(self.region, config,
+                            launch_unread=self.task.launch is not None and self.here is None)
+
     def _runner_here(self) -> Any:
         """A runner in this process for the re-check of a stored best; None if it cannot be
         made here (an isolated worker decides)."""

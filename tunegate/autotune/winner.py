@@ -4,6 +4,7 @@ quarantined and its stored best forgotten), and why there is none when none wins
 from __future__ import annotations
 
 from collections import Counter
+from typing import Callable
 
 from ..outcome import Outcome
 from ..policy import Region
@@ -16,19 +17,34 @@ from .task import Task
 __all__ = ["no_winner", "stressed_winner", "winner"]
 
 
-def winner(ledger: Ledger, evaluator: Evaluator, tuned_seconds: float | None = None
+TIE = 0.01
+"""Timings within this share of the fastest are a tie (a GPU's run-to-run noise is larger); a
+tie goes to a config with no race hazard."""
+
+
+def winner(ledger: Ledger, evaluator: Evaluator, tuned_seconds: float | None = None,
+           hazards: Callable[[Config], tuple[str, ...]] = lambda config: ("unknown",)
            ) -> tuple[Config | None, float | None]:
     """The fastest timed config that passes the stress check (sized by `tuned_seconds`, the
-    tuning's time so far: see `StressCheck.resolved`); failures are quarantined."""
+    tuning's time so far, and by its `hazards`: see `StressCheck.resolved`), a tie (`TIE`)
+    going to a config without hazards; failures are quarantined."""
     trials, refined = ledger.trials, ledger.refined
-    # Fully timed contenders first: a short timing only decided that the others lost.
-    timed = sorted((i for i, t in enumerate(trials) if t.status is Outcome.OK),
-                   key=lambda i: (i not in refined and bool(refined), trials[i].time_ms))
+
+    def rank(i: int) -> tuple[bool, float]:  # fully timed contenders first: a short timing
+        return i not in refined and bool(refined), trials[i].time_ms  # only decided a loss
+
+    timed = sorted((i for i, t in enumerate(trials) if t.status is Outcome.OK), key=rank)
+    if timed:
+        tied = [i for i in timed if rank(i)[0] == rank(timed[0])[0]
+                and rank(i)[1] <= rank(timed[0])[1] * (1 + TIE)]
+        safe = [i for i in tied if not hazards(trials[i].config)]
+        timed = safe + [i for i in timed if i not in safe]
     for i in timed:
         trial = trials[i]
         if not trial.stressed:
             ledger.progress({"event": "winner_check", "config": trial.config})
-            checked = evaluator.stress(trial, tuned_seconds=tuned_seconds)
+            checked = evaluator.stress(trial, tuned_seconds=tuned_seconds,
+                                       can_race=bool(hazards(trial.config)))
             ledger.replace(i, checked)
             ledger.progress({"event": "stress", "trial": checked})
             if checked.status is not Outcome.OK:

@@ -1,0 +1,100 @@
+"""Race hazards size the winner's stress check and break timing ties (autotune/hazards.py), on
+real kernels: a launch without a hazard has no race for 200 launches to find."""
+
+import pytest
+import triton
+import triton.language as tl
+
+from examples import splitk, tutorial_softmax
+from tunegate.autotune import Store
+from tunegate.autotune.evaluator import Evaluator, Trial
+from tunegate.autotune.hazards import race_hazards
+from tunegate.autotune.ledger import Ledger
+from tunegate.autotune.local import LocalWorker
+from tunegate.autotune.store import TrialKey
+from tunegate.autotune.stress import StressCheck
+from tunegate.autotune.winner import winner
+from tunegate.autotune.workload import Setup, TaskRef
+from tunegate.outcome import Outcome
+from tunegate.policy import detect_traits
+from tunegate.policy.env import Environment
+from tunegate.policy.region import gate
+from tunegate.space import Choice, Parameter, Space
+from tunegate.space.space import Config
+
+
+@triton.jit
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def _hazards(kernel, space, values, **options):
+    region = gate(space, [], Environment(), detect_traits(kernel))
+    return race_hazards(region, space.complete(values), **options)
+
+
+def test_a_loopless_elementwise_kernel_has_no_hazard_at_any_num_stages():
+    space = Space(parameters={"BLOCK": Parameter(domain=Choice(choices=(64,), default=64)),
+                              "num_stages": Parameter(domain=Choice(choices=(1, 4), default=1))})
+    assert _hazards(scale, space, {"num_stages": 4}) == ()
+    assert _hazards(scale, space, {"num_stages": 1}, launch_unread=True) == (
+        "the task's own launch function (what it launches beyond the kernel is not read)",)
+
+
+def test_a_pipelined_loop_is_a_hazard_and_the_same_loop_at_one_stage_is_not():
+    space = tutorial_softmax.TASK.space
+    kernel = tutorial_softmax.softmax_kernel
+    assert _hazards(kernel, space, {"num_warps": 1, "num_stages": 1}) == ()
+    assert "range_num_stages in loops [0]" in _hazards(kernel, space,
+                                                       {"num_warps": 1, "num_stages": 2})
+    no_stages = Space(parameters={"BLOCK_SIZE": space.parameters["BLOCK_SIZE"]})
+    assert _hazards(kernel, no_stages, {}) == (  # Triton's default num_stages pipelines it
+        "num_stages=3 pipelines the kernel's loops",)
+
+
+def test_atomics_and_dots_are_hazards_of_every_config():
+    hazards = _hazards(splitk.splitk_matmul, splitk.TASK.space, {"SPLIT_K": 1})
+    assert [h.split(" (")[0] for h in hazards] == [
+        "the kernel's atomics", "the kernel's dot", "num_stages=3 pipelines the kernel's loops"]
+    assert "tl.atomic_add" in hazards[0]
+
+
+def test_a_config_without_hazards_gets_its_draws_under_both_poisons_and_no_more():
+    light = StressCheck().resolved("gpu", tuned_seconds=100.0, can_race=False)
+    assert (light.min_launches, light.max_launches, light.draws, light.seconds) == (24, 24, 12, 0)
+    assert StressCheck().resolved("gpu", tuned_seconds=100.0).min_launches == 200
+    asked = StressCheck(min_launches=300, draws=5).resolved("gpu", can_race=False)
+    assert (asked.min_launches, asked.max_launches, asked.draws) == (300, 300, 5)
+    interpreter = StressCheck().resolved("interpreter", can_race=False)
+    assert (interpreter.min_launches, interpreter.draws) == (8, 4)
+
+
+def _contest(tmp_path, times: dict[int, float]) -> tuple[Config, list[Trial]]:
+    """The winner among tutorial_softmax configs (num_warps=1) timed at `times` per
+    num_stages, stress-checked for real in this process."""
+    task = tutorial_softmax.TASK
+    region = gate(task.space, [], Environment(), detect_traits(task.kernel))
+    ledger = Ledger(Store(str(tmp_path / "s.sqlite")), lambda event: None)
+    ledger.open(TrialKey(run="r", task="t", kernel="k", kernel_name="softmax", problem="p",
+                         env="e", policy="p"), "interpreter")
+    for stages, ms in times.items():
+        ledger.record(Trial(config=task.space.complete({"num_warps": 1, "num_stages": stages}),
+                            status=Outcome.OK, time_ms=ms, checked_draws=1,
+                            checked_launches=1))
+    worker = LocalWorker(Setup(TaskRef("", "TASK", local=task), seed=0, baseline_json=None,
+                               deterministic=True))
+    worker.start()
+    evaluator = Evaluator(worker, draws=1, stress=StressCheck(min_launches=2, draws=2),
+                          timeout=120)
+    best, _ = winner(ledger, evaluator, hazards=lambda c: race_hazards(region, c))
+    return best, ledger.trials
+
+
+@pytest.mark.interpreter
+def test_a_tie_goes_to_the_config_without_a_hazard_and_a_real_lead_wins(tmp_path):
+    best, trials = _contest(tmp_path, {2: 1.000, 1: 1.008})
+    assert best["num_stages"] == 1
+    assert [t.stressed for t in trials] == [False, True]  # the pipelined one never checked
+    best, trials = _contest(tmp_path, {2: 1.000, 1: 1.050})
+    assert best["num_stages"] == 2 and trials[0].stressed
