@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 # Each public name is imported on first use, so `import tunegate.policy` pays only for itself.
 _SOURCES = {
     "TunegateError": ".errors", "Reason": ".reasons",
-    "install": ".install", "installed": ".install", "uninstall": ".install", "wrap": ".install",
+    "install": ".routing", "installed": ".routing", "uninstall": ".routing", "wrap": ".routing",
     **dict.fromkeys(("Environment", "Policy", "PolicyError", "Verdict", "detect_environment",
                      "detect_traits"), ".policy"),
     **dict.fromkeys(("Config", "Parameter", "Space", "helion_space", "parse_config_text"),
@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".autotune", __name__), _AUTOTUNE[name])
     if name in _SOURCES:
         value = getattr(importlib.import_module(_SOURCES[name], __name__), name)
-        globals()[name] = value  # also wins over a submodule of that name (`install`)
+        globals()[name] = value  # cached: the next lookup is a plain attribute
         return value
     raise AttributeError(f"module 'tunegate' has no attribute {name!r}")
 

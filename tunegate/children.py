@@ -49,7 +49,7 @@ def install_when_triton_loads() -> None:
 
 
 def _install() -> None:
-    from .install import install
+    from .routing import install
 
     install()  # TRITON_INTERPRET, where the program set it, came with the environment
 

@@ -79,7 +79,7 @@ def test_tunegate_run_script_and_module():
     done = run_cli("run", "-m", "tests.kernels.installed_probe", "a", "b",
                    env={"PYTHONPATH": str(ROOT)})
     assert done.returncode == 3, done.stderr[-3000:]  # the module's own exit status
-    assert "installed=True argv=['a', 'b'] main=True" in done.stdout
+    assert "installed=True again=True argv=['a', 'b'] main=True" in done.stdout
     done = run_cli("run", "no_such_script.py")
     assert done.returncode == 2 and "no_such_script.py: no such file" in done.stderr
     done = run_cli("run", "-m", "no_such_pkg.mod")

@@ -45,7 +45,7 @@ def split_argv(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..autotune import default_store_path
-    from ..install import run_program
+    from ..routing import run_program
 
     if not args.module and not args.program:
         raise UsageError("say which program: tunegate run SCRIPT [ARGS ...] or -m MODULE")
