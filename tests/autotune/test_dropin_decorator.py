@@ -299,3 +299,39 @@ def test_a_key_argument_left_at_its_default_is_not_named_in_the_key():
     assert key_text(tuner._key_names({}), key) == "n=4,torch.float32,torch.float32"
     assert key_text(tuner._key_names({"MODE": 1}), tuner._key({"MODE": 1})) == \
         "n=4,MODE=1,torch.float32,torch.float32"
+
+
+def test_optional_arguments_named_in_reset_to_zero_and_restore_value_may_be_none():
+    """As Triton's hooks, the drop-in skips a `reset_to_zero` / `restore_value` argument the
+    call passes as None; where it is a tensor, it is restored and zeroed as usual."""
+    from tests.kernels import dropin_hooks as mod
+
+    x = torch.randn(100)
+    out = torch.empty(100)
+
+    def grid(meta):
+        return (triton.cdiv(100, meta["BLOCK"]),)
+
+    mod.add_residual[grid](x, None, None, out, 100, HAS_RES=False)
+    assert torch.equal(out, x)
+    res, total = torch.randn(100), torch.full((1,), 7.0)
+    want = x + res
+    mod.add_residual[grid](x, res, total, out, 100, HAS_RES=True)
+    assert torch.equal(out, want) and torch.equal(res, want)
+    assert torch.allclose(total, want.sum().reshape(1), atol=1e-4)  # zeroed after the tuning
+
+
+def test_a_call_pruned_to_one_config_is_launched_as_it_is_without_a_reset():
+    from tests.kernels import dropin_hooks as mod
+
+    x, total = torch.randn(50), torch.full((1,), 5.0)
+    mod.add_into[lambda meta: (triton.cdiv(50, meta["BLOCK"]),)](x, total, 50)
+    assert torch.allclose(total, 5.0 + x.sum().reshape(1), atol=1e-4)  # as under Triton
+
+
+def test_a_grid_reads_a_constexpr_left_at_its_default_in_the_signature():
+    from tests.kernels import dropin_hooks as mod
+
+    x, y = torch.randn(100), torch.empty(100)
+    mod.unrolled_copy[lambda meta: (triton.cdiv(100, meta["BLOCK"] * meta["UNROLL"]),)](x, y, 100)
+    assert torch.equal(y, x)

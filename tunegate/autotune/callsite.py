@@ -42,6 +42,8 @@ class CallSite:
     reference: Callable[..., Any] | None = None
     compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
     kernel: str = ""  # the hash of the kernel the program launches (`launched_source`)
+    absent: tuple[str, ...] = ()  # arguments of this call that are None or not passed, which
+    # reset_to_zero, restore_value and scratch skip (as Triton's hooks do)
 
     def task(self, obj: Any) -> Task:
         """The task of the autotuner `depth` steps down `obj` (re-imported by the worker);
@@ -100,7 +102,7 @@ class Configs:
 
 def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) -> Task:
     listed = Configs(configs, call.features)
-    reset = tuple(getattr(tuner, "reset_to_zero", ()))
+    reset = tuple(n for n in getattr(tuner, "reset_to_zero", ()) if n not in call.absent)
 
     def launch(args: Args, point: Config) -> None:
         config = listed.triton_config(point)
@@ -111,7 +113,7 @@ def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) ->
         if getattr(tuner, "user_defined_pre_hook", False):
             tuner.pre_hook(full)
         for name in reset:  # Triton's default pre_hook; a user pre_hook replaces it
-            if not getattr(tuner, "user_defined_pre_hook", False) and args[name] is not None:
+            if not getattr(tuner, "user_defined_pre_hook", False):
                 args[name].zero_()
         if point.key() not in call.grids:
             raise TuneError(f"no launch grid was worked out for {point.text()}")
@@ -127,9 +129,10 @@ def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) ->
 
     return Task(name=jit_function(tuner).__name__, kernel=jit_function(tuner), space=listed.space,
                 configs=listed.points, grid=(1,), make_inputs=_no_inputs, outputs=call.outputs,
-                scratch=call.scratch,
+                scratch=tuple(n for n in call.scratch if n not in call.absent),
                 reference=call.reference, launch=launch, tolerances=call.tolerances,
-                key=lambda _args: call.problem, restore_value=tuple(tuner.restore_value),
+                key=lambda _args: call.problem,
+                restore_value=tuple(n for n in tuner.restore_value if n not in call.absent),
                 compile_kwargs=(lambda point: call.compiled[point.key()]) if call.compiled
                 else None,
                 reset_to_zero=reset, do_bench=getattr(tuner, "_do_bench", None))

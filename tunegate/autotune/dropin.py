@@ -191,9 +191,6 @@ class Autotuner(TritonAutotuner):
             key = self._key(kwargs)
             if key not in self.cache:
                 self.cache[key] = self._choose(args, kwargs, key)
-                if len(self.configs) > 1:
-                    self._reset_after_tuning({**self.nargs, **kwargs,
-                                              **self.cache[key].all_kwargs()})
             config = self.cache[key]
             self.best_config = config
             if config.pre_hook is not None:
@@ -202,6 +199,15 @@ class Autotuner(TritonAutotuner):
             return self.fn.run(*args, **{**kwargs, **config.all_kwargs()})
         finally:
             self.nargs = None
+
+    @property
+    def _defaults(self) -> dict[str, Any]:
+        """The jit function's parameters with a default value in its signature."""
+        try:
+            parameters = inspect.signature(jit_function(self).fn).parameters
+        except (TypeError, ValueError):
+            return {}
+        return {n: p.default for n, p in parameters.items() if p.default is not p.empty}
 
     def _reset_after_tuning(self, nargs: dict[str, Any]) -> None:
         """What Triton does after its benchmark, before the call's own launch: the pre_hook with
@@ -283,6 +289,7 @@ class Autotuner(TritonAutotuner):
         record(name, shown, len(pruned), excluded, result, winner=winner.text())
         chosen = listed.triton_config(result.best)
         tell_triton(self, key, chosen, listed, result)
+        self._reset_after_tuning({**self.nargs, **kwargs, **chosen.all_kwargs()})
         return chosen
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
@@ -311,7 +318,10 @@ class Autotuner(TritonAutotuner):
                         outputs=outputs,
                         scratch=self.scratch,
                         features=self.features, tolerances=self.tolerances,
-                        reference=self.reference, kernel=launched_source(self))
+                        reference=self.reference, kernel=launched_source(self),
+                        absent=tuple(n for n in (*getattr(self, "reset_to_zero", ()),
+                                                 *self.restore_value, *self.scratch)
+                                     if not hasattr(bound.get(n), "dtype")))
         # Draw 0 of the tuner's seed (the Tuner's default is 0) is the call's own data.
         inputs = CallerData(bound, seed=self.options.get("seed", 0))
         why = why or _unpicklable(call, inputs)
@@ -351,7 +361,7 @@ class Autotuner(TritonAutotuner):
         """One config's launch grid, and the keyword arguments the jit function gets (launch
         options, the config's values, what inner heuristics add), as Triton works them out."""
         kwargs = {**launch, **config.all_kwargs()}
-        meta = {**bound, **kwargs}
+        meta = {**self._defaults, **bound, **kwargs}  # as Triton's binder: defaults too
         try:
             for link in chain(self.fn):
                 if isinstance(link, Heuristics):
