@@ -235,13 +235,16 @@ def test_a_row_sum_whose_first_block_is_too_small_is_refused_and_one_that_covers
     assert statuses == {64: "ok", 128: "ok", 16: "wrong"}
 
 
-@pytest.mark.parametrize("layout", ["sliced input", "sliced output", "one tensor both"])
+@pytest.mark.parametrize("layout", ["sliced input", "sliced output", "one tensor both",
+                                    "broadcast input"])
 def test_views_keep_the_caller_s_strides_gaps_and_aliasing_in_every_copy(layout):
     """A kernel reaches a slice of a wider buffer through the caller's strides: each copy a
     worker makes keeps them (a dense copy made it read and write outside it: heap corruption
-    under the interpreter), and one tensor passed twice stays one tensor."""
+    under the interpreter), one tensor passed twice stays one tensor, and a broadcast row
+    (stride 0, which torch refuses to copy into) is restored once."""
     wide = torch.randn(8, 256)
-    x = wide[:, 8:40] if layout == "sliced input" else torch.randn(8, 32)
+    x = {"sliced input": wide[:, 8:40], "broadcast input": torch.randn(32).expand(8, 32)}.get(
+        layout, torch.randn(8, 32))
     before = x.clone()
     buffer = torch.full((8, 160), 7.0)
     y = {"one tensor both": x, "sliced output": buffer[:, 16:48]}.get(layout, torch.empty(8, 32))

@@ -174,3 +174,22 @@ def test_a_run_stopped_before_any_correct_config_says_what_stopped_it(tmp_path):
     assert why == ("tuning faulty_scale stopped before any config was found correct: a worker "
                    "could not be restarted: it died while loading the task")
     assert "excluded" in no_winner(ledger, TASK, region, Budget(), {})  # not stopped: as before
+
+
+def test_a_run_where_no_config_is_right_names_the_first_failure(tmp_path):
+    """'no correct config found' alone hides why (an error in every config: the one cause)."""
+    from tests.kernels.faulty import TASK
+    from tunegate.autotune.ledger import Ledger
+    from tunegate.autotune.results import Budget
+    from tunegate.autotune.winner import no_winner
+    from tunegate.policy.env import Environment
+    from tunegate.policy.region import gate
+
+    ledger = Ledger(Store(str(tmp_path / "s.sqlite")), lambda event: None)
+    ledger.open(_key(), "interpreter")
+    config = TASK.space.default()
+    ledger.record(Trial(config=config, status=Outcome.ERROR, reason=Reason(
+        kind=Outcome.ERROR, summary="raised during the stress check: RuntimeError: boom")))
+    why = no_winner(ledger, TASK, gate(TASK.space, [], Environment(), None), Budget(), {})
+    assert why == (f"no correct config found for faulty_scale (1 error); first, "
+                   f"{config.text()}: raised during the stress check: RuntimeError: boom")

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["copy_tensors", "overlapping"]
+__all__ = ["copy_tensors", "overlapping", "restore"]
 
 
 def copy_tensors(args: dict[str, Any], unread: Collection[str] = ()) -> dict[str, Any]:
@@ -37,6 +37,18 @@ def copy_tensors(args: dict[str, Any], unread: Collection[str] = ()) -> dict[str
         for name, t in zip(names, tensors):
             out[name] = fresh.as_strided(t.shape, t.stride(), t.storage_offset() - low)
     return out
+
+
+def restore(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Copy `src` into `dst`, a tensor laid out alike (`copy_tensors`). A broadcast dimension
+    (stride 0: `expand`) is copied once, since torch refuses to write an element twice."""
+    _once(dst).copy_(_once(src))
+
+
+def _once(t: torch.Tensor) -> torch.Tensor:
+    """`t` with each broadcast dimension cut to its first index: each element of its memory
+    once."""
+    return t[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in t.stride())]
 
 
 def overlapping(args: dict[str, Any], names: Collection[str]) -> list[str]:

@@ -28,7 +28,7 @@ import torch
 from ..space.space import Config
 from . import trace
 from .check import Mismatch, bits_differ, compare, follows_poison, poison, working_dtype
-from .copies import copy_tensors, overlapping
+from .copies import copy_tensors, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
 from .expected import BaselineError, Expected, reference_outputs, tensors_of
@@ -126,7 +126,7 @@ class Runner:
             args = into
             for k, v in pristine.items():
                 if isinstance(v, torch.Tensor) and k not in overwritten and k not in keep:
-                    args[k].copy_(v)
+                    restore(args[k], v)
         for name in self.poisoned:
             poison(args[name], second)
         for name in self.zeroed:
@@ -139,7 +139,7 @@ class Runner:
         input that a config writes stays written (the check of what the timing left sees it),
         and an output is not poisoned again (what no launch wrote still holds the poison)."""
         for name in self.in_place:
-            args[name].copy_(pristine[name])
+            restore(args[name], pristine[name])
         for name in self.zeroed:
             args[name].zero_()
 

@@ -84,4 +84,7 @@ def no_winner(ledger: Ledger, task: Task, region: Region, budget: Budget,
                 "`tunegate policy explain` says why for any one of them")
     counts = Counter(t.status for t in trials)
     seen = ", ".join(f"{n} {s}" for s, n in counts.items())
-    return f"no correct config found for {task.name} ({seen})"
+    first = next((t for t in trials if t.reason is not None), None)
+    why = f"; first, {first.config.text()}: {first.reason.summary}" if first and first.reason \
+        else ""
+    return f"no correct config found for {task.name} ({seen}){why}"
