@@ -119,6 +119,21 @@ def test_against_a_baseline_floats_are_compared_to_the_rows_magnitude():
     assert bad is not None and bad.row_scaled and "of the row's largest |expected|" in bad.summary()
 
 
+def test_one_outlier_in_a_row_does_not_widen_its_tolerance_past_a_wrong_element():
+    """A massive activation (3e4 among values of about 1) set the row's scale, and rtol 1e-4 of
+    it passed an element zeroed by a wrong config; rounding-sized errors still pass."""
+    torch.manual_seed(0)
+    want = torch.randn(4, 256)
+    want[:, 5], want[:, 63] = 3e4, 1.5
+    dropped = want.clone()
+    dropped[:, 63] = 0.0
+    bad = compare("y", dropped, want, row_scaled=True)
+    assert bad is not None and bad.mismatched == 4 and "(at most 8x its mean)" in bad.summary()
+    rounded = want + 1e-4 * want.abs().mean() * torch.randn(4, 256)  # near-cancellation noise
+    assert compare("y", rounded, want, row_scaled=True) is None
+    assert compare("y", rounded, want) is not None  # which elementwise tolerance condemns
+
+
 def test_integers_stay_bit_for_bit_when_row_scaled():
     want = torch.tensor([[1000, 1]], dtype=torch.int32)
     assert compare("i", want + torch.tensor([[0, 1]], dtype=torch.int32), want,

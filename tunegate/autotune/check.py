@@ -14,7 +14,9 @@ corrupts an input it should only read fails too.
 Against a baseline config (no reference) floats may be compared `row_scaled`: the relative
 tolerance applies to the larger of |expected| and the largest finite |expected| in the same row
 (last dimension), because the baseline's reduction order is no more right than the candidate's,
-and an element near cancellation carries the rounding error of its row's magnitude.
+and an element near cancellation carries the rounding error of its row's magnitude; that
+magnitude is capped at `ROW_SCALE_CAP` times the row's mean |expected|, so that one outlier
+does not set it.
 Integers and bools are compared bit for bit always.
 
 A float output is compared with the tolerance of the kernel's working precision where that is
@@ -30,7 +32,7 @@ from typing import Any, Mapping
 
 import torch
 
-from .mismatch import Mismatch
+from .mismatch import ROW_SCALE_CAP, Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Mismatch", "bits_differ", "compare", "follows_poison", "poison",
            "surely_inside", "tolerance", "working_dtype"]
@@ -118,11 +120,14 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 
 
 def _row_scale(ew: torch.Tensor) -> torch.Tensor:
-    """Per element: the largest finite |expected| of its row (last dimension), or its own."""
+    """Per element: its row's (last dimension's) largest finite |expected|, at most
+    `ROW_SCALE_CAP` times the row's mean finite |expected|, or its own |expected|."""
     a = ew.abs().nan_to_num(nan=0.0, posinf=0.0)
     if a.dim() == 0 or a.shape[-1] == 0:
         return a
-    return torch.maximum(a, a.amax(dim=-1, keepdim=True))
+    row = torch.minimum(a.amax(dim=-1, keepdim=True),
+                        a.mean(dim=-1, keepdim=True) * ROW_SCALE_CAP)
+    return torch.maximum(a, row)
 
 
 # A float16 / bfloat16 tensor compared in its own dtype (a third of the memory traffic of the

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Mismatch"]
+__all__ = ["ROW_SCALE_CAP", "Mismatch"]
+
+ROW_SCALE_CAP = 8.0
+"""A row's scale (`Mismatch.row_scaled`) is at most this many times its mean |expected|: a
+Gaussian row's largest |value| is under 5 times its mean |value|, while one outlier (a massive
+activation, 10^4 times its row's typical value) would otherwise widen the tolerance of every
+element of its row far beyond any rounding difference, and let a wrong element through."""
 
 
 class Mismatch(BaseModel):
@@ -27,7 +33,7 @@ class Mismatch(BaseModel):
     rtol: float
     atol: float
     dtype: str = ""
-    row_scaled: bool = False  # rtol of max(|expected|, the row's largest |expected|)
+    row_scaled: bool = False  # rtol of max(|expected|, the row's scale: see check._row_scale)
     summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
     working: str = ""  # the narrower input dtype whose tolerance applied (check.working_dtype)
 
@@ -39,7 +45,8 @@ class Mismatch(BaseModel):
     def _tolerance(self) -> str:
         if self.rtol == 0 and self.atol == 0:
             return f"{self.dtype}, compared bit for bit"
-        of = (" of the row's largest |expected|" if self.row_scaled
+        of = (f" of the row's largest |expected| (at most {ROW_SCALE_CAP:g}x its mean)"
+              if self.row_scaled
               else " of the summed |expected|" if self.summed_over else "")
         source = f" computed from {self.working} tensors" if self.working else ""
         return f"{self.dtype}{source}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
