@@ -285,7 +285,8 @@ class Autotuner(TritonAutotuner):
                 raise TuneError(f"{said}. {_GIVE_A_REFERENCE.format(name=name)}", e.result) \
                     from None
             raise
-        winner = Config(values={k: v for k, v in result.best.items() if v is not None})
+        winner = Config(values={k: result.best[k] for k in listed.space.parameters  # its
+                                if result.best.get(k) is not None})  # order, reused or not
         record(name, shown, len(pruned), excluded, result, winner=winner.text())
         chosen = listed.triton_config(result.best)
         tell_triton(self, key, chosen, listed, result)
