@@ -319,7 +319,11 @@ def progress_line(event: dict[str, Any]) -> str | None:
         text = ", ".join(f"{k}={v}" for k, v in t.config.items())
         return f"[{event['n']:>3}] {what:<24} {text}"
     if event["event"] == "winner_check":
-        return f"      stress-checking the fastest: {event['config'].text()}"
+        hazards = event.get("hazards")
+        why = "" if hazards is None else (
+            f" (race hazards: {'; '.join(hazards)})" if hazards else
+            " (no race hazard: its fresh draws under both poisons)")
+        return f"      stress-checking the fastest: {event['config'].text()}{why}"
     if event["event"] == "stress":
         t = event["trial"]
         return f"      {t.status}: " + (t.reason.summary if t.reason else t.checked())

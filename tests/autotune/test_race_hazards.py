@@ -98,3 +98,14 @@ def test_a_tie_goes_to_the_config_without_a_hazard_and_a_real_lead_wins(tmp_path
     assert [t.stressed for t in trials] == [False, True]  # the pipelined one never checked
     best, trials = _contest(tmp_path, {2: 1.000, 1: 1.050})
     assert best["num_stages"] == 2 and trials[0].stressed
+
+
+def test_the_progress_line_says_why_the_winner_is_stressed_as_it_is():
+    from tunegate._render import progress_line
+
+    config = Config(values={"BLOCK": 64})
+    line = progress_line({"event": "winner_check", "config": config, "hazards": ()})
+    assert line.endswith("BLOCK=64 (no race hazard: its fresh draws under both poisons)")
+    line = progress_line({"event": "winner_check", "config": config,
+                          "hazards": ("the kernel's atomics (line 3: tl.atomic_add(p, x))",)})
+    assert line.endswith("(race hazards: the kernel's atomics (line 3: tl.atomic_add(p, x)))")

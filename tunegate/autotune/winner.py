@@ -42,9 +42,9 @@ def winner(ledger: Ledger, evaluator: Evaluator, tuned_seconds: float | None = N
     for i in timed:
         trial = trials[i]
         if not trial.stressed:
-            ledger.progress({"event": "winner_check", "config": trial.config})
-            checked = evaluator.stress(trial, tuned_seconds=tuned_seconds,
-                                       can_race=bool(hazards(trial.config)))
+            found = hazards(trial.config)
+            ledger.progress({"event": "winner_check", "config": trial.config, "hazards": found})
+            checked = evaluator.stress(trial, tuned_seconds=tuned_seconds, can_race=bool(found))
             ledger.replace(i, checked)
             ledger.progress({"event": "stress", "trial": checked})
             if checked.status is not Outcome.OK:
