@@ -45,10 +45,22 @@ step() {
     if (( limit < 5 )); then log "$name: skipped, the session budget is spent"; return 0; fi
     log "$name: start (limit ${limit}s): $*"
     local t0=$(date +%s)
-    timeout -k 5 "$limit" "$@" > "$WORK/$name.log" 2>&1
+    setsid timeout -k 5 "$limit" "$@" > "$WORK/$name.log" 2>&1 &  # a session of its own
+    local pid=$!
+    wait "$pid"
     local rc=$?
     log "$name: exit $rc after $(( $(date +%s) - t0 ))s$( ((rc == 124)) && echo ' (timed out)')"
     tail -n 25 "$WORK/$name.log" | sed "s/^/    $name| /" >> "$LOG"
+    # What the step left running (a timed-out test run's workers) would slow the next step's
+    # measurements: named in the log, then killed.
+    local left
+    left=$(ps -o pid=,etimes=,pcpu=,args= -s "$pid" 2>/dev/null | cut -c1-150)
+    if [[ -n $left ]]; then
+        log "$name: killing what it left running:"
+        echo "$left" | sed "s/^/    $name left| /" >> "$LOG"
+        # shellcheck disable=SC2046  # one pid a word
+        kill -KILL $(echo "$left" | awk '{print $1}') 2>/dev/null
+    fi
     return 0
 }
 
