@@ -84,8 +84,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None
             ) -> subprocess.CompletedProcess:
-    """`python -m tunegate ARGS` in a fresh process, as a user would run it."""
-    full_env = {**os.environ, **(env or {})}
+    """`python -m tunegate ARGS` in a fresh process, as a user would run it (`env`: variables
+    to set, or with None to unset)."""
+    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
     full_env.pop("TUNEGATE_POLICY", None) if env is None or "TUNEGATE_POLICY" not in env else None
     return subprocess.run([sys.executable, "-m", "tunegate", *args], capture_output=True,
                           text=True, cwd=cwd or ROOT, env=full_env, timeout=600)

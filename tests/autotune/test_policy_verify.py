@@ -169,6 +169,15 @@ def test_the_cli_table_json_and_exit_codes(write_policy):
     assert "Traceback" not in out.stderr
 
 
+def test_verify_without_a_gpu_runs_the_reproducers_under_the_interpreter(write_policy):
+    """As `tune` does, and the library's `verify` too: not 'not testable' for want of a GPU."""
+    path = write_policy("schema = 1\n" + rule("splitk", SPLITK, "split_k"))
+    out = run_cli("policy", "verify", "--policy", str(path), "splitk", "--json",
+                  env={"TRITON_INTERPRET": None})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["checks"][0]["state"] == "present", out.stdout
+
+
 def test_a_reproducer_file_without_a_reproducer_is_a_clean_error(write_policy, tmp_path):
     (tmp_path / "nothing.py").write_text("X = 1\n")
     path = write_policy("schema = 1\n" + rule("r-1", "nothing.py", "split_k"))

@@ -89,7 +89,11 @@ def _select(policy: Policy, rule_ids: Sequence[str]) -> list[Rule]:
 
 def verify(policy: Policy, env: Environment, rule_ids: Sequence[str] = (), *, seed: int = 0,
            timeout: float | None = None) -> list[RuleCheck]:
-    """Verify the named rules (default: every rule with a reproducer) in `env`."""
+    """Verify the named rules (default: every rule with a reproducer) in `env`; without a
+    GPU, under the interpreter."""
+    from .backend import interpret_without_gpu
+
+    interpret_without_gpu()
     return [_verify_rule(rule, env, seed, timeout) for rule in _select(policy, rule_ids)]
 
 
