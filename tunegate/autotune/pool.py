@@ -20,7 +20,7 @@ from typing import Hashable, Iterator
 
 from ..errors import TunegateError
 from ..space.space import Config
-from .backend import COMPILE_ONLY
+from .backend import COMPILE_ONLY, MAX_DEVICES
 from . import compile_server, steering, trace
 from .compile_stream import CompileStream
 from .local import LocalWorker
@@ -170,17 +170,15 @@ def device_count(gpu: bool, requested: int | None = None) -> int:
 
 
 class DevicesError(ValueError, TunegateError):
-    """TUNEGATE_DEVICES is not a whole number of at least 1."""
+    """TUNEGATE_DEVICES is not a whole number from 1 to MAX_DEVICES."""
 
 
 def _devices_from_env(text: str) -> int:
     """TUNEGATE_DEVICES as a device count; bad input (exit 2) names the variable and value."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise DevicesError(f"TUNEGATE_DEVICES must be a whole number of at least 1, got {text!r}")
+    count = int(text) if text.isascii() and text.strip().isdigit() else 0
+    if not 1 <= count <= MAX_DEVICES:
+        raise DevicesError(f"TUNEGATE_DEVICES must be a whole number from 1 to {MAX_DEVICES}, "
+                           f"got {text!r}")
     return count
 
 

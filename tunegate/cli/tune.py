@@ -10,6 +10,7 @@ from typing import Any, Iterator
 
 from .. import _render
 from ..errors import UsageError
+from ..autotune.backend import MAX_DEVICES
 from ..policy import Policy
 from . import _args, _json
 from ._exit import EXIT_DETECTED, EXIT_OK
@@ -134,7 +135,7 @@ def add_parsers(verbs: Any) -> None:
                    help="search again even if a stored best config exists")
     p.add_argument("--no-recheck", action="store_true",
                    help="reuse a stored best without re-checking it on a fresh draw")
-    p.add_argument("--devices", type=_args.integer(1, 64),
+    p.add_argument("--devices", type=_args.integer(1, MAX_DEVICES),
                    help="benchmark workers, one per GPU (default: every visible GPU; "
                         "$TUNEGATE_DEVICES; under the interpreter, simulated workers)")
     p.add_argument("--no-staged-timing", action="store_true",
