@@ -163,7 +163,7 @@ def test_tune_cli_summary_and_explain_history(tmp_path):
     assert "rank 1 of 8" in best.stdout, best.stdout
 
 
-@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM", "SIGTERM to the group"])
 def test_an_interrupt_keeps_what_was_measured(tmp_path, stop):
     import os
     import signal
@@ -183,10 +183,13 @@ def test_an_interrupt_keeps_what_was_measured(tmp_path, stop):
     time.sleep(2)  # now the worker is stuck in the MODE=1 hang
     if stop == "SIGINT":  # Ctrl-C reaches the whole process group
         os.killpg(proc.pid, signal.SIGINT)
-    else:  # a scheduler stops the tuner itself
+    elif stop == "SIGTERM":  # a scheduler stops the tuner itself
         os.kill(proc.pid, signal.SIGTERM)
+    else:  # `timeout`, or a job's end: the tuner, its worker server and workers
+        os.killpg(proc.pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
     assert "interrupted" in out and "MODE=0" in out.split("best config")[1].splitlines()[0]
 
 

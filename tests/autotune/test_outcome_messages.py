@@ -96,6 +96,28 @@ def test_each_request_comes_back_as_its_own_typed_result_with_objects(kernel_fil
 
 
 @pytest.mark.interpreter
+def test_a_worker_gone_between_two_requests_is_restarted_not_a_closed_pipe(kernel_file,
+                                                                         monkeypatch):
+    """A worker killed after its answer (the OOM killer, a scheduler) closes its pipe; the next
+    request must not raise BrokenPipeError, which the CLI reads as its own stdout closed (exit
+    141, no results). The window between the liveness check and the send is held open here."""
+    import os
+    import signal
+
+    worker = Worker(TaskRef(str(kernel_file), "TASK"), seed=0, baseline_json=None)
+    try:
+        assert worker.request(Check(RIGHT, draws=1), timeout=120).status is Outcome.OK
+        first = worker.pid
+        os.kill(first, signal.SIGKILL)
+        worker._proc.join(10)
+        monkeypatch.setattr(Worker, "alive", lambda self: self._proc is not None)
+        again = worker.request(Check(RIGHT, draws=1), timeout=120)
+        assert again.status is Outcome.OK and worker.pid != first
+    finally:
+        worker.close()
+
+
+@pytest.mark.interpreter
 def test_a_tuning_result_holds_configs_and_outcomes_and_writes_them_as_before(kernel_file,
                                                                             tmp_path):
     from tunegate.kernelfile import load_module

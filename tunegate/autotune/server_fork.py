@@ -100,15 +100,16 @@ def _forking_the_server(in_the_server: Callable[[], None] | None) -> Iterator[No
         code = args[-1]
         if _FORKSERVER_MAIN not in code:
             return spawn(path, args, passfds)
-        # SIGINT is held back across the fork: the server ignores it from its first
-        # instruction, and a Ctrl-C meanwhile reaches this process once the fork is done.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        # SIGINT and SIGTERM are held back across the fork: the server ignores them from its
+        # first instruction, and one sent meanwhile reaches this process once the fork is done.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             with warnings.catch_warnings():  # torch's own thread: forked without CUDA, as
                 warnings.simplefilter("ignore", DeprecationWarning)  # DataLoader's workers are
                 pid = os.fork()
             if pid == 0:
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # both are the tuning process's
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # to act on: it stops workers
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 _serve(code, passfds, in_the_server)
         finally:

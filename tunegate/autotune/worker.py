@@ -326,7 +326,14 @@ class Worker:
         assert self._conn is not None
         start = time.perf_counter()
         try:
-            self._conn.send(request)
+            try:
+                self._conn.send(request)
+            except (BrokenPipeError, ConnectionResetError):  # it died after its last answer
+                self.stop()  # (killed, or crashed on its way out): no fault of this request's;
+                self.start()  # a closed pipe must never reach the CLI, which would read it
+                self.wait()  # as its own stdout closed, and end without its results
+                assert self._conn is not None
+                self._conn.send(request)
             answered = self._conn.poll(timeout)
         except BaseException:  # Ctrl-C, or a bad timeout: the answer would reach the next request
             self.stop()
