@@ -6,14 +6,10 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["COMPILE_ONLY", "MAX_DEVICES", "interpret_without_gpu"]
+__all__ = ["COMPILE_ONLY", "interpret_without_gpu"]
 
 # Set to 1 in a compile worker: it sees no GPU, compiles for the one the run worker reports.
 COMPILE_ONLY = "TUNEGATE_COMPILE_ONLY"
-
-MAX_DEVICES = 64
-"""The most devices (run workers) a tuning uses: `--devices` and TUNEGATE_DEVICES alike (under
-the interpreter each simulated device is a process)."""
 
 
 def interpret_without_gpu() -> bool:

@@ -20,7 +20,8 @@ from typing import Hashable, Iterator
 
 from ..errors import TunegateError
 from ..space.space import Config
-from .backend import COMPILE_ONLY, MAX_DEVICES
+from ..limits import MAX_DEVICES
+from .backend import COMPILE_ONLY
 from . import compile_server, steering, trace
 from .compile_stream import CompileStream
 from .local import LocalWorker

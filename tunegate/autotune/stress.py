@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..limits import MAX_DRAWS, MAX_LAUNCHES
 from .mismatch import Mismatch
 
 __all__ = ["StressCheck", "StressReport"]
@@ -44,10 +45,10 @@ class StressCheck(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    min_launches: int | None = Field(default=None, ge=1)
-    max_launches: int | None = Field(default=None, ge=1)
+    min_launches: int | None = Field(default=None, ge=1, le=MAX_LAUNCHES)
+    max_launches: int | None = Field(default=None, ge=1, le=MAX_LAUNCHES)
     seconds: float | None = Field(default=None, ge=0)
-    draws: int | None = Field(default=None, ge=1)
+    draws: int | None = Field(default=None, ge=1, le=MAX_DRAWS)
 
     @model_validator(mode="after")
     def _ordered(self) -> "StressCheck":

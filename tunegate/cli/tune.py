@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from .. import _render
 from ..errors import UsageError
-from ..autotune.backend import MAX_DEVICES
+from ..limits import MAX_DEVICES, MAX_DRAWS, MAX_LAUNCHES
 from ..policy import Policy
 from . import _args, _json
 from ._exit import EXIT_DETECTED, EXIT_OK
@@ -65,11 +65,11 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
                             resolve_task)
     from ..autotune.warm import warm_up
 
-    try:
-        stress = StressCheck(min_launches=args.stress_min, max_launches=args.stress_max,
-                             seconds=args.stress_seconds, draws=args.stress_draws)
-    except ValueError as e:
-        raise UsageError(f"bad stress-check options: {e}") from None
+    if args.stress_min and args.stress_max and args.stress_min > args.stress_max:
+        raise UsageError(f"--stress-min {args.stress_min} is more than --stress-max "
+                         f"{args.stress_max}")
+    stress = StressCheck(min_launches=args.stress_min, max_launches=args.stress_max,
+                         seconds=args.stress_seconds, draws=args.stress_draws)
     interpret_without_gpu()  # before the kernel file is imported: triton reads it at @jit
     warm_up(here=True)  # the workers start while the kernel file and the policy load
     task, ref, reference = resolve_task(args.task)
@@ -121,15 +121,15 @@ def add_parsers(verbs: Any) -> None:
                    help="SQLite store (default: user cache dir)")
     p.add_argument("--policy", action="append", default=[], metavar="FILE",
                    help="an extra policy layer (highest); may be repeated")
-    p.add_argument("--stress-min", type=_args.integer(1), metavar="N",
+    p.add_argument("--stress-min", type=_args.integer(1, MAX_LAUNCHES), metavar="N",
                    help="least launches per stress check (GPU 200, interpreter 8)")
-    p.add_argument("--stress-max", type=_args.integer(1), metavar="N",
+    p.add_argument("--stress-max", type=_args.integer(1, MAX_LAUNCHES), metavar="N",
                    help="most launches per stress check (GPU 1000, interpreter 16)")
     p.add_argument("--stress-seconds", type=_args.seconds, metavar="S",
                    help="seconds per stress check: launches beyond the least while they "
                         "last (GPU 0.25, interpreter 2); experimental configs get a quarter "
                         "of the check during the search")
-    p.add_argument("--stress-draws", type=_args.integer(1), metavar="N",
+    p.add_argument("--stress-draws", type=_args.integer(1, MAX_DRAWS), metavar="N",
                    help="fresh input draws per stress check (4)")
     p.add_argument("--retune", action="store_true",
                    help="search again even if a stored best config exists")
