@@ -89,3 +89,22 @@ def test_list_env_and_space_show():
             "assumed": False} in data["removals"]
     human = run_cli("space", "show", "--loops", "2", *H200)
     assert human.returncode == 0 and "range_num_stages" in human.stdout
+
+
+def test_space_show_of_a_parameter_with_a_large_domain_is_quick(tmp_path):
+    """Excluded values were found by a list lookup per value: quadratic, an hour at 10^6."""
+    path = tmp_path / "wide.py"
+    path.write_text(
+        "import triton\nimport triton.language as tl\n"
+        "from tunegate.autotune import Task\n"
+        "from tunegate.space import IntRange, Parameter, Space\n\n"
+        "@triton.jit\ndef k(x_ptr, OFFSET: tl.constexpr):\n"
+        "    tl.store(x_ptr + OFFSET, 1.0)\n\n"
+        "TASK = Task(name='k', kernel=k, grid=(1,), outputs=('x_ptr',),\n"
+        "            space=Space(parameters={'OFFSET': Parameter(domain=IntRange(low=0, "
+        "high=200000))}),\n"
+        "            make_inputs=lambda seed, device: {})\n")
+    show = run_cli("space", "show", "--no-probe", "--kernel", f"{path}:TASK", "--json")
+    assert show.returncode == 0, show.stderr
+    [offset] = json.loads(show.stdout)["parameters"]
+    assert offset["domain"] == "integer in [0, 200000]" and offset["excluded_values"] == []

@@ -27,12 +27,12 @@ def cmd_space_show(args: argparse.Namespace) -> int:
     total = space.cardinality()
     params = []
     for name, p in space.parameters.items():
-        allowed = region.allowed[name]
-        full = list(p.domain.scalar.values())
+        allowed = set(map(repr, region.allowed[name]))  # a set: a domain may be large
         bound = sorted({d.feature for d in region.binding.drivers if name in d.parameters})
         params.append({"name": name, "domain": p.domain.describe(), "features": bound,
                        "default": p.domain.default(),
-                       "excluded_values": [v for v in full if v not in allowed]})
+                       "excluded_values": [v for v in p.domain.scalar.values()
+                                           if repr(v) not in allowed]})
     removals = [{"rule": r.rule, "removes": r.count, "exact": r.exact, "assumed": r.assumed}
                 for r in region.removals()]
     if args.json:
