@@ -109,8 +109,12 @@ def _is_module_name(text: str) -> bool:
 
 
 def import_reference(target: str) -> ModuleType:
-    """The module a reference's left side names: a file path, or a dotted module name."""
+    """The module a reference's left side names: a file path, or a dotted module name, found
+    from the current folder too (as under `python -m`, whichever way tunegate started: the
+    console script's sys.path has its own folder instead; workers get this sys.path)."""
     if _is_module_name(target) and not _is_file(target):
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
         try:
             return importlib.import_module(target)
         except ImportError as e:

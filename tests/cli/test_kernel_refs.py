@@ -94,3 +94,28 @@ def test_the_main_guard_check_names_the_unguarded_line(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.argv", ["s.py"])
     with pytest.raises(KernelFileError, match=r"s\.py:13: "):  # the else branch runs in workers
         runpy.run_path(str(script), run_name="not_main")
+
+
+def test_a_module_reference_is_found_from_the_current_folder_by_the_console_script(tmp_path):
+    """`tunegate` (the console script, whose sys.path has its own folder first) finds
+    `module:NAME` in the current folder, as `python -m tunegate` does."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "shifted.py").write_text(
+        "import triton\nimport triton.language as tl\n"
+        "from tunegate.autotune import Task\n"
+        "from tunegate.space import Choice, Parameter, Space\n\n"
+        "@triton.jit\ndef k(x_ptr, SHIFT: tl.constexpr):\n"
+        "    tl.store(x_ptr + SHIFT, 1.0)\n\n"
+        "TASK = Task(name='k', kernel=k, grid=(1,), outputs=('x_ptr',),\n"
+        "            space=Space(parameters={'SHIFT': Parameter(domain=Choice(choices=(0, 1), "
+        "default=0))}),\n"
+        "            make_inputs=lambda seed, device: {})\n")
+    script = Path(sys.executable).parent / "tunegate"
+    done = subprocess.run([str(script), "policy", "explain", "--no-probe", "--kernel",
+                           "shifted:TASK", "SHIFT=1"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "SHIFT=1" in done.stdout
