@@ -3,6 +3,8 @@ refused, long keys cost linear time, and the store says what is wrong with it.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tunegate import cli
@@ -93,6 +95,26 @@ def test_policy_check_warns_per_weakened_rule_and_strict_exits_1(isolated, capsy
     fine.write_text("schema = 1\n")
     assert cli.main(["policy", "check", "--strict", str(fine)]) == cli.EXIT_OK
     assert "warning" not in capsys.readouterr().err
+
+
+def test_policy_check_json_and_strict_over_the_discovered_layers(isolated, capsys):
+    """--json is JSON; without FILEs --strict fails where a discovered layer (the project's
+    policies.toml here) switches a rule off, so CI can gate on `policy check --strict`."""
+    weak = isolated / "weak.toml"
+    weak.write_text(SWITCH_OFF)
+    assert cli.main(["policy", "check", "--json", "--strict", str(weak)]) == cli.EXIT_DETECTED
+    data = json.loads(capsys.readouterr().out)
+    assert data["exit"] == 1 and data["files"][0]["switch_offs"] == 1
+    assert [o["rule"] for o in data["files"][0]["weakened"]] == ["pipelined-store-load"]
+    assert cli.main(["policy", "check", "--strict"]) == cli.EXIT_OK  # only the built-in layer
+    capsys.readouterr()
+    (isolated / "policies.toml").write_text(SWITCH_OFF)
+    assert cli.main(["policy", "check"]) == cli.EXIT_OK
+    assert cli.main(["policy", "check", "--strict"]) == cli.EXIT_DETECTED
+    capsys.readouterr()
+    assert cli.main(["policy", "check", "--strict", "--json"]) == cli.EXIT_DETECTED
+    data = json.loads(capsys.readouterr().out)
+    assert data["exit"] == 1 and [o["rule"] for o in data["weakened"]] == ["pipelined-store-load"]
 
 
 def _rule(match: str) -> str:

@@ -8,8 +8,8 @@ from typing import Any
 
 from .. import _render
 from ..errors import TunegateError, UsageError
-from ..policy import KernelTraits, LayerReport, Policy, PolicyError, Problem, TraitError, \
-    detect_traits, rule_state
+from ..policy import KernelTraits, LayerReport, Override, Policy, PolicyError, Problem, \
+    TraitError, detect_traits, rule_state
 from ..space import Config, Space, parse_config_text
 from ..space.helion import helion_config, is_triton_name
 from . import _args, _json
@@ -90,20 +90,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _warn_weakened(file: str, report: LayerReport) -> int:
-    """One stderr warning per rule the checked file weakens or switches off; how many."""
+def _warn_weakened(file: str, report: LayerReport) -> list[Override]:
+    """One stderr warning per rule the checked file weakens or switches off; those rules."""
     mine = [o for o in report.weakened if o.layer == "checked"]
     for o in mine:
         print(f"tunegate: warning: {_render.escape(o.source or file)}: rule {o.rule!r} "
               f"{o.change}: was {o.was}, now {o.now}", file=sys.stderr)
-    return len(mine)
+    return mine
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Each FILE as the highest layer over the discovered ones; without FILEs, those layers."""
+    """Each FILE as the highest layer over the discovered ones; without FILEs, those layers.
+    `--strict` fails (exit 1) where a FILE, or without FILEs any layer, weakens or switches
+    off a lower layer's rule."""
     if args.files:
         problems: list[Problem] = []
-        weakened = 0
+        checked = []
         for f in args.files:
             try:
                 report = Policy.checking(f, extra=args.policy).layer_report()
@@ -111,16 +113,30 @@ def cmd_check(args: argparse.Namespace) -> int:
                 problems += [p for p in e.problems if p not in problems]
                 continue
             top = report.layers[-1]
-            offs = f", {top.switch_offs} switch-off(s)" if top.switch_offs else ""
-            weakened += _warn_weakened(f, report)
-            print(f"{_render.escape(f)}: ok, {top.rules} rule(s){offs}")
+            weakened = _warn_weakened(f, report)
+            checked.append({"file": f, "rules": top.rules, "switch_offs": top.switch_offs,
+                            "weakened": [o.model_dump(mode="json") for o in weakened]})
+            if not args.json:
+                offs = f", {top.switch_offs} switch-off(s)" if top.switch_offs else ""
+                print(f"{_render.escape(f)}: ok, {top.rules} rule(s){offs}")
         if problems:
             raise PolicyError(problems)
-        return EXIT_DETECTED if args.strict and weakened else EXIT_OK
+        code = EXIT_DETECTED if args.strict and any(c["weakened"] for c in checked) else EXIT_OK
+        if args.json:
+            print(_json.dump({"files": checked, "exit": code}))
+        return code
     policy = _args.policy(args)
-    print(_render.layer_report(policy.layer_report()))
+    report = policy.layer_report()
+    code = EXIT_DETECTED if args.strict and report.weakened else EXIT_OK
+    if args.json:
+        print(_json.dump({**report.model_dump(mode="json"),
+                          "weakened": [o.model_dump(mode="json") for o in report.weakened],
+                          "rules": len(policy.rules), "fingerprint": policy.fingerprint(),
+                          "exit": code}))
+        return code
+    print(_render.layer_report(report))
     print(f"\nok: {len(policy.rules)} effective rule(s), fingerprint {policy.fingerprint()}")
-    return EXIT_OK
+    return code
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -172,7 +188,8 @@ def add_parsers(verbs: Any) -> None:
     p = policy.add_parser("check", help="validate policy files (default: the effective layers)")
     p.add_argument("files", nargs="*")
     p.add_argument("--strict", action="store_true",
-                   help="exit 1 if a FILE weakens or switches off a lower layer's rule")
+                   help="exit 1 if a FILE (without FILEs: any layer) weakens or switches off a "
+                        "lower layer's rule")
     _args.common(p, env=False)
     p.set_defaults(run=cmd_check)
     p = policy.add_parser("list", help="every effective rule and whether it applies here")
