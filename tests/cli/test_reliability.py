@@ -4,6 +4,7 @@ refused, long keys cost linear time, and the store says what is wrong with it.""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -146,6 +147,32 @@ def test_predicate_type_mismatch_is_an_error_at_the_rules_line(tmp_path, match, 
     "num_warps in [4, 8]", "BLOCK == 'x'", "range_unroll > 1",
 ])
 def test_well_typed_predicates_still_load(tmp_path, match):
+    from tunegate.policy import load_file
+    path = tmp_path / "p.toml"
+    path.write_text(_rule(match))
+    assert load_file(path)[0].id == "never"
+
+
+@pytest.mark.parametrize("match, why", [
+    ("1 == 1", "names nothing of the config"), ("true", "names nothing of the config"),
+    ("dtypes == 'fp16'", "'fp16' is not a dtype name"),
+    ("indexing == 'tensor_desc'", "indexing is never 'tensor_desc'"),
+    ("pid_type in ['flat', 'nope']", "pid_type is never 'nope'"),
+    ("num_stages in []", "num_stages in [] is constant"),
+])
+def test_a_predicate_that_cannot_depend_on_the_config_is_an_error(tmp_path, match, why):
+    """A constant match (all configs or none) or a misspelt value (silently never matching)."""
+    from tunegate.policy import PolicyError, load_file
+    path = tmp_path / "p.toml"
+    path.write_text(_rule(match))
+    with pytest.raises(PolicyError, match=re.escape(why)):
+        load_file(path)
+
+
+@pytest.mark.parametrize("match", ["dtypes == 'float8_e4m3fn'", "dtypes in ['bfloat16', 'int8']",
+                                   "indexing in ['pointer', 'block_ptr']",
+                                   "num_stages not in [1]", "dtypes != 'float32'"])
+def test_predicates_over_real_values_still_load(tmp_path, match):
     from tunegate.policy import load_file
     path = tmp_path / "p.toml"
     path.write_text(_rule(match))

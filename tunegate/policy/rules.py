@@ -23,6 +23,8 @@ ACTIONS = ("disable", "experimental")
 _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 _BUG = re.compile(r"([\w.-]+/[\w.-]+#\d+|https?://\S+|[\w.-]+ [\w.-]+ release)")
 _CONSTEXPR = re.compile(r"[A-Z][A-Z0-9_]*")
+_DTYPE = re.compile(r"bool|(bfloat|float|complex|q?u?int|bits)\d+(x\d+)?(_[a-z0-9]+)*")
+"""How torch names a dtype ('float16', 'float8_e4m3fn', 'uint8'): what `dtypes` holds."""
 _REPRODUCER = re.compile(r"[a-z0-9_]+|[^\0]*\.py")
 
 
@@ -89,20 +91,46 @@ _NAME_KINDS = _name_kinds()
 _ORDERED = {"<", "<=", ">", ">="}
 
 
+def _items(op: str, literal: Any) -> list[Any]:
+    return list(literal) if op in ("in", "not in") and isinstance(literal, tuple) else [literal]
+
+
 def _mismatch(name: str, op: str, literal: Any) -> str | None:
     """Why comparing `name` with `literal` by `op` is a type mismatch, or None if it is not."""
     kinds = _NAME_KINDS.get(name)
     if kinds is None:
         return None
-    if op in ("in", "not in") and isinstance(literal, tuple):
-        items = list(literal)
-    else:
-        items = [literal]
-    for item in items:
+    for item in _items(op, literal):
         kind = _kind(item)
         if kind not in kinds or (op in _ORDERED and kind not in ("number", "string")):
             return (f"{name} holds {' or '.join(sorted(kinds))} values, compared with "
                     f"{item!r} (a {kind}) by {op!r}: the comparison never depends on the config")
+    return None
+
+
+def _constant(name: str, op: str, literal: Any) -> str | None:
+    """Why comparing `name` with `literal` by `op` comes out the same for every config (an
+    empty list; a value the name never holds: a misspelt dtype or choice), or None."""
+    items = _items(op, literal)
+    if op in ("in", "not in") and not items:
+        return f"{name} {op} [] is constant: an empty list never holds {name}'s value"
+    if op in _ORDERED:
+        return None
+    return next(filter(None, (_never_holds(name, item) for item in items)), None)
+
+
+def _never_holds(name: str, value: Any) -> str | None:
+    """Why `name` can never hold the string `value`, or None."""
+    if not isinstance(value, str):
+        return None
+    if name == "dtypes":
+        return None if _DTYPE.fullmatch(value) else (
+            f"{value!r} is not a dtype name as torch writes it ('float16', 'bfloat16', "
+            "'float32', 'int8', ...): dtypes never holds it")
+    element = field_element(name)[0] if name in HELION_FIELDS else None
+    if isinstance(element, Choice) and value not in element.choices:
+        known = ", ".join(repr(c) for c in element.choices)
+        return f"{name} is never {value!r} (its values: {known})"
     return None
 
 
@@ -221,6 +249,9 @@ class Rule(BaseModel):
     def _known_names(cls, pred: Predicate | None) -> Predicate | None:
         if pred is None:
             return pred
+        if not pred.names():
+            raise ValueError(f"match {pred.text!r} names nothing of the config or the problem: "
+                             "it is constant, so it would match every config or none")
         for name, pos in pred.names():
             if not (name in FEATURES or name in HELION_FIELDS or name in LAUNCH_OPTIONS
                     or name in CALL_FACTS or _CONSTEXPR.fullmatch(name)):
@@ -234,6 +265,9 @@ class Rule(BaseModel):
             if why is not None:
                 raise ValueError(f"type mismatch at column {pos + 1} of match {pred.text!r}: "
                                  + why)
+            why = _constant(name, op, literal)
+            if why is not None:
+                raise ValueError(f"at column {pos + 1} of match {pred.text!r}: {why}")
         return pred
 
     @field_validator("reproducer")
