@@ -132,9 +132,9 @@ def test_store_command_lists_clears_and_prunes(capsys, tmp_path):
     code, out, _ = run(capsys, "store", "list", "--store", str(path), "--json")
     entry, = json.loads(out)
     assert code == 0 and entry["kernel"] == "alpha" and entry["partial"] and entry["budget"] == 4
-    code, _, err = run(capsys, "store", "clear-quarantine", "--store", str(path),
-                       "--kernel", "gamma")
-    assert code == 2 and "no kernel named 'gamma'" in err and "alpha, beta" in err
+    for verb in ("clear-quarantine", "list"):
+        code, _, err = run(capsys, "store", verb, "--store", str(path), "--kernel", "gamma")
+        assert code == 2 and "no kernel named 'gamma'" in err and "alpha, beta" in err
     code, out, _ = run(capsys, "store", "clear-quarantine", "--store", str(path),
                        "--kernel", "beta")
     assert code == 0 and "cleared 1 quarantined trial(s) of beta" in out

@@ -34,6 +34,8 @@ def _known_kernel(store: Any, name: str | None) -> None:
 
 def cmd_store_list(args: argparse.Namespace) -> int:
     store = existing_store(args)
+    if store is not None:
+        _known_kernel(store, args.kernel)
     bests = [] if store is None else store.bests(args.kernel)
     if args.json:
         print(_json.dump([_render.best_entry(b) for b in bests]))
