@@ -179,6 +179,14 @@ def test_predicates_over_real_values_still_load(tmp_path, match):
     assert load_file(path)[0].id == "never"
 
 
+def test_a_policy_file_saved_with_a_byte_order_mark_loads(tmp_path):
+    from tunegate.policy import load_file
+    path = tmp_path / "p.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + _rule("num_stages > 2").encode())
+    [rule] = load_file(path)
+    assert rule.id == "never" and rule.source.line == 3
+
+
 def test_non_ascii_digits_are_not_numbers_in_predicates():
     from tunegate.policy.predicate import Predicate, PredicateSyntaxError
     with pytest.raises(PredicateSyntaxError, match="unexpected character"):

@@ -82,8 +82,8 @@ def _read(path: str) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise fail(f"larger than {MAX_FILE_BYTES // 1024} KiB: not a policy file")
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
+        return data.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark, as Windows
+    except UnicodeDecodeError as e:  # editors write one: not part of the TOML
         line = data.count(b"\n", 0, e.start) + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise fail(f"not UTF-8: byte {data[e.start:e.start + 1]!r} cannot be decoded",
