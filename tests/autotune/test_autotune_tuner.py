@@ -191,6 +191,7 @@ def test_an_interrupt_keeps_what_was_measured(tmp_path, stop):
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
     assert "interrupted" in out and "MODE=0" in out.split("best config")[1].splitlines()[0]
+    assert "of up to 6 configs were measured" in out  # the space's 6, not the budget's 64
 
 
 def _trials(path):

@@ -238,11 +238,18 @@ class Tuner:
             raise TuneError(no_winner(self.ledger, self.task, self.region, self.budget,
                                       self._removals(), stopped=why_stopped),
                             self._result(start, evaluators, interrupted=interrupted))
-        self.ledger.save_best(best, best_time, interrupted, self.budget.configs)
+        self.ledger.save_best(best, best_time, interrupted, self._measurable())
         return self._result(start, evaluators, best=best, best_time_ms=best_time,
                             interrupted=interrupted)
 
     # -- the parts -------------------------------------------------------------------------
+    def _measurable(self) -> int:
+        """How many configs the run could measure: its budget, or the fewer its list or region
+        holds (a 2-config list interrupted after one is 1 of 2, not 1 of 64)."""
+        held = (sum(map(self.region.contains, self.task.configs))
+                if self.task.configs is not None else self.region.upper_bound())
+        return min(self.budget.configs, held)
+
     def _race_hazards(self, config: Config) -> tuple[str, ...]:
         """`race_hazards` of `config`; a drop-in's launch (`here`) runs only its kernel."""
         return race_hazards(self.region, config,
