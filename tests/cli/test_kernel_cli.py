@@ -37,3 +37,19 @@ def test_policy_list_shows_bug_ids():
     out = run_cli("policy", "list", *H200).stdout
     row = next(line for line in out.splitlines() if line.startswith("pipelined-store-load"))
     assert "triton-lang/triton#8259, pytorch/helion#655" in row
+
+
+def test_a_plain_jit_kernel_is_explained_in_its_config_s_own_space():
+    """`--kernel FILE:NAME` naming a plain `@triton.jit` kernel (no Task, no config list): the
+    config text is read against its kernel, not refused as a Helion config."""
+    kernel = "tests/kernels/loop_kernels.py:seed_store_load"
+    config = "BLOCK=64, OUTER_STAGES=1, INNER_STAGES=3, UNROLL=1, FLATTEN=False, num_warps=4"
+    result = run_cli("policy", "explain", "--kernel", kernel, config, *H200, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["verdict"]["status"] == "excluded"
+    assert "pipelined-store-load" in [m["rule"] for m in data["verdict"]["matched"]]
+    shown = run_cli("space", "show", "--kernel", kernel, *H200)
+    assert shown.returncode == 2 and "lists no configs" in shown.stderr
+    shown = run_cli("space", "show", "--kernel", kernel, "--config", config, *H200)
+    assert shown.returncode == 0 and "INNER_STAGES" in shown.stdout, shown.stderr

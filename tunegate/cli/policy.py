@@ -11,6 +11,7 @@ from ..errors import TunegateError, UsageError
 from ..policy import KernelTraits, LayerReport, Override, Policy, PolicyError, Problem, \
     TraitError, detect_traits, rule_state
 from ..space import Config, Space, parse_config_text
+from ..space.space import LAUNCH_OPTIONS
 from ..space.helion import helion_config, is_triton_name
 from . import _args, _json
 from ._exit import EXIT_DETECTED, EXIT_OK
@@ -38,8 +39,11 @@ def kernel(reference: str | None, *, tunes: bool = False) -> tuple[KernelTraits 
         raise UsageError(f"{reference}: {e}") from None
 
 
-def parse_config(text: str, space: Space | None) -> tuple[Config, Space]:
-    """The config `text` gives, completed in `space` (else the Helion space it fits)."""
+def parse_config(text: str, space: Space | None, jit_kernel: bool = False
+                 ) -> tuple[Config, Space]:
+    """The config `text` gives, completed in `space`; else, for a plain `@triton.jit` kernel
+    (`jit_kernel`: it lists no configs), in the space of that one config; else in the Helion
+    space it fits."""
     if len(text) > MAX_CONFIG_TEXT:
         raise UsageError(f"the config text is {len(text)} characters long; at most "
                          f"{MAX_CONFIG_TEXT} are read")
@@ -50,6 +54,8 @@ def parse_config(text: str, space: Space | None) -> tuple[Config, Space]:
     except (ValueError, TypeError, RecursionError, MemoryError, OverflowError) as e:
         raise UsageError(f"cannot read the config text: {str(e)[:200] or type(e).__name__}") \
             from None
+    if space is None and jit_kernel:
+        space = _space_of(values)
     if space is not None:
         return space.complete(values), space
     # Without a kernel the text is a Helion config; a Triton config's constexprs mean nothing to
@@ -63,10 +69,22 @@ def parse_config(text: str, space: Space | None) -> tuple[Config, Space]:
     return helion_config(values)
 
 
+def _space_of(values: dict[str, Any]) -> Space:
+    """The space of one Triton config (its constexprs and launch options) of a kernel."""
+    import triton
+
+    from ..autotune.task import space_from_triton_configs
+
+    launch = {k: v for k, v in values.items() if k in LAUNCH_OPTIONS}
+    config = triton.Config({k: v for k, v in values.items() if k not in launch}, **launch)
+    return space_from_triton_configs([config])[0]
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     policy, env = _args.policy(args), _args.environment(args)
     traits, task = kernel(args.kernel)
-    config, space = parse_config(args.config, task.space if task else None)
+    config, space = parse_config(args.config, task.space if task else None,
+                                 jit_kernel=traits is not None)
     verdict = policy.explain(config, space, env, traits)
     history = outcome = compared_with = None
     if task is not None:

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from .. import _render
+from ..errors import UsageError
 from ..space import helion_space
 from . import _args, _json
 from ._exit import EXIT_OK
@@ -19,7 +20,11 @@ def cmd_space_show(args: argparse.Namespace) -> int:
     if task is not None:
         space = task.space
     elif args.config:
-        space = parse_config(args.config, None)[1]
+        space = parse_config(args.config, None, jit_kernel=traits is not None)[1]
+    elif traits is not None:
+        raise UsageError(f"{args.kernel} is a plain @triton.jit kernel: it lists no configs, so "
+                         "it has no space to show; give --config 'NAME=value, ...' for one "
+                         "config's, or name its Task or autotuned kernel")
     else:
         space = helion_space(blocks=args.blocks, loops=args.loops)
     env, policy = _args.environment(args), _args.policy(args)
