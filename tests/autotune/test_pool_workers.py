@@ -52,6 +52,27 @@ def test_workers_are_reused_across_runs_and_a_warm_start_starts_none(tmp_path):
     close_idle_workers()
 
 
+def test_a_kept_worker_killed_while_idle_is_replaced_not_a_closed_pipe(tmp_path, monkeypatch):
+    """Killed while kept (the OOM killer, a scheduler) just after it passed the liveness check
+    (that window is held open here), a worker's pipe is closed: the next tuning starts another
+    instead of raising BrokenPipeError (read by the CLI as its own stdout closed: exit 141,
+    results unprinted)."""
+    import signal
+
+    from tunegate.autotune.worker import Worker
+
+    close_idle_workers()
+    path, store = write(tmp_path), Store(tmp_path / "s.sqlite")
+    tune(path, store)
+    [kept] = idle_workers()
+    os.kill(kept.pid, signal.SIGKILL)
+    kept._proc.join(10)
+    monkeypatch.setattr(Worker, "alive", lambda self: self._proc is not None)
+    again = tune(path, store, retune=True)
+    assert again.best is not None and kept.pid not in {w.pid for w in idle_workers()}
+    close_idle_workers()
+
+
 def _pids_that_loaded(path) -> set[int]:
     """The kept workers that imported `path` as it is now."""
     return {w.pid for w in idle_workers() if w.loaded.get(str(path)) == file_stamp(str(path))}

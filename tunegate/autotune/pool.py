@@ -318,6 +318,9 @@ class WorkerPool:
         found.setup_timeout = self.setup_timeout
         try:
             found.retask(s)
+        except OSError:  # it died while kept (killed, out of memory): another one instead (a
+            found.close()  # closed pipe must not reach the CLI: see Worker.request)
+            return self._give(role, env, s, new, loaded)
         except BaseException:  # the setup could not be sent: the worker is as it was
             with _IDLE_LOCK:
                 kept.append(found)

@@ -109,7 +109,8 @@ def _forking_the_server(in_the_server: Callable[[], None] | None) -> Iterator[No
                 pid = os.fork()
             if pid == 0:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # both are the tuning process's
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # to act on: it stops workers
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # to act on (workers: see
+                # server_preload, which gives them SIGTERM's default back)
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 _serve(code, passfds, in_the_server)
         finally:

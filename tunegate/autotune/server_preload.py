@@ -37,12 +37,16 @@ def _quiet_when_the_program_is_gone(serve_one: Callable[..., int]) -> Callable[.
     """multiprocessing's body of a new worker, which sets the signal handlers the server had
     before it began to serve and reads what the program sends it first. The worker ignores
     SIGINT from its first instruction on (a Ctrl-C is the program's to handle; before, a
-    Ctrl-C in the moment a worker started printed its traceback), and if the program ended
+    Ctrl-C in the moment a worker started printed its traceback) and ends on SIGTERM, which
+    the server ignores (multiprocessing ends a program's daemon children with SIGTERM, then
+    waits for them without a timeout: one that ignored it hung the program's exit), and if the
+    program ended
     before sending anything (one that fails at once while spare workers start), it ends
     without a traceback on the program's terminal."""
 
     def quietly(child_r: Any, fds: Any, unused_fds: Any, handlers: Any) -> int:
-        handlers = {**(handlers or {}), signal.SIGINT: signal.SIG_IGN}
+        handlers = {**(handlers or {}), signal.SIGINT: signal.SIG_IGN,
+                    signal.SIGTERM: signal.SIG_DFL}
         try:
             return serve_one(child_r, fds, unused_fds, handlers)
         except EOFError:

@@ -333,7 +333,11 @@ class Worker:
                 self.start()  # a closed pipe must never reach the CLI, which would read it
                 self.wait()  # as its own stdout closed, and end without its results
                 assert self._conn is not None
-                self._conn.send(request)
+                try:
+                    self._conn.send(request)
+                except (BrokenPipeError, ConnectionResetError) as e:  # the new one died too
+                    raise WorkerSetupError(f"a restarted worker died before its first "
+                                           f"request: {self.stderr_tail() or e}") from None
             answered = self._conn.poll(timeout)
         except BaseException:  # Ctrl-C, or a bad timeout: the answer would reach the next request
             self.stop()
