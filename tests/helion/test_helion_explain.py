@@ -40,3 +40,25 @@ def test_space_show_sizes_a_space_from_a_large_or_odd_written_block():
         result = run_cli("space", "show", "--config", config)
         assert result.returncode == 0, result.stderr
         assert domain in result.stdout
+
+
+def test_a_helion_kernel_named_by_kernel_keeps_its_config_a_helion_config(tmp_path):
+    """A `@helion.kernel` given by --kernel is not a plain Triton kernel: its config is read as
+    Helion's, features and all (read as Triton's, `indexing` lost its feature)."""
+    import json
+
+    import pytest
+
+    pytest.importorskip("helion")
+    (tmp_path / "hk.py").write_text(
+        "import torch\nimport helion\nimport helion.language as hl\n\n"
+        "@helion.kernel()\ndef add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
+        "    out = torch.empty_like(x)\n    for tile in hl.tile(out.size()):\n"
+        "        out[tile] = x[tile] + y[tile]\n    return out\n")
+    result = run_cli("policy", "explain", "block_sizes=[64], indexing='tensor_descriptor'",
+                     "--kernel", f"{tmp_path / 'hk.py'}:add", "--env", "device=cuda",
+                     "--env", "capability=8.0", "--env", "triton=3.6.0", "--json")
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)["verdict"]
+    assert "tensor_descriptor" in verdict["features_used"]
+    assert "tensor-descriptor-needs-sm90" in {m["rule"] for m in verdict["matched"]}

@@ -21,11 +21,15 @@ __all__ = ["add_parsers", "kernel", "parse_config"]
 MAX_CONFIG_TEXT = 10_000
 
 
-def kernel(reference: str | None, *, tunes: bool = False) -> tuple[KernelTraits | None, Any]:
-    """Traits and, for a Task or an autotuned kernel, its task, from `FILE:NAME`/`module:NAME`;
+def kernel(reference: str | None, *, tunes: bool = False
+           ) -> tuple[KernelTraits | None, Any, bool]:
+    """Traits and, for a Task or an autotuned kernel, its task, from `FILE:NAME`/`module:NAME`,
+    and whether it is a plain `@triton.jit` kernel (no task: its configs are given one by one);
     unless the command `tunes`, the autotuners the file defines start no workers."""
     if reference is None:
-        return None, None
+        return None, None, False
+    from triton.runtime.jit import KernelInterface
+
     from ..autotune import kernel_task, warm
 
     if not tunes:
@@ -34,9 +38,10 @@ def kernel(reference: str | None, *, tunes: bool = False) -> tuple[KernelTraits 
     with _args.user_output_to_stderr():
         found, task = kernel_task(reference)
     try:
-        return detect_traits(found), task
+        traits = detect_traits(found)
     except TraitError as e:  # a kernel whose source cannot be read is bad input naming it
         raise UsageError(f"{reference}: {e}") from None
+    return traits, task, task is None and isinstance(found, KernelInterface)
 
 
 def parse_config(text: str, space: Space | None, jit_kernel: bool = False
@@ -77,14 +82,16 @@ def _space_of(values: dict[str, Any]) -> Space:
 
     launch = {k: v for k, v in values.items() if k in LAUNCH_OPTIONS}
     config = triton.Config({k: v for k, v in values.items() if k not in launch}, **launch)
-    return space_from_triton_configs([config])[0]
+    try:
+        return space_from_triton_configs([config])[0]
+    except (TypeError, ValueError) as e:  # a value no Triton config holds (a list)
+        raise UsageError(f"not a Triton config: {str(e)[:200]}") from None
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     policy, env = _args.policy(args), _args.environment(args)
-    traits, task = kernel(args.kernel)
-    config, space = parse_config(args.config, task.space if task else None,
-                                 jit_kernel=traits is not None)
+    traits, task, jit_kernel = kernel(args.kernel)
+    config, space = parse_config(args.config, task.space if task else None, jit_kernel)
     verdict = policy.explain(config, space, env, traits)
     history = outcome = compared_with = None
     if task is not None:

@@ -16,12 +16,12 @@ __all__ = ["add_parsers"]
 
 
 def cmd_space_show(args: argparse.Namespace) -> int:
-    traits, task = kernel(args.kernel)
+    traits, task, jit_kernel = kernel(args.kernel)
     if task is not None:
         space = task.space
     elif args.config:
-        space = parse_config(args.config, None, jit_kernel=traits is not None)[1]
-    elif traits is not None:
+        space = parse_config(args.config, None, jit_kernel)[1]
+    elif jit_kernel:
         raise UsageError(f"{args.kernel} is a plain @triton.jit kernel: it lists no configs, so "
                          "it has no space to show; give --config 'NAME=value, ...' for one "
                          "config's, or name its Task or autotuned kernel")
