@@ -362,12 +362,13 @@ class Autotuner(TritonAutotuner):
         """One config's launch grid, and the keyword arguments the jit function gets (launch
         options, the config's values, what inner heuristics add), as Triton works them out."""
         kwargs = {**launch, **config.all_kwargs()}
-        meta = {**self._defaults, **bound, **kwargs}  # as Triton's binder: defaults too
+        meta = {**bound, **kwargs}
         try:
             for link in chain(self.fn):
-                if isinstance(link, Heuristics):
+                if isinstance(link, Heuristics):  # as Triton's: without signature defaults
                     for name, heuristic in link.values.items():
                         meta[name] = kwargs[name] = heuristic(meta)
+            meta = {**self._defaults, **meta}  # the grid, as Triton's binder: with them
             return (tuple(int(g) for g in grid(meta)) if callable(grid) else tuple(grid)), kwargs
         except Exception as e:  # the user's grid or heuristic: name the config it failed on
             raise TuneError(f"the launch grid of {self.base_fn.__name__} failed for config "

@@ -176,7 +176,8 @@ class DevicesError(ValueError, TunegateError):
 
 def _devices_from_env(text: str) -> int:
     """TUNEGATE_DEVICES as a device count; bad input (exit 2) names the variable and value."""
-    count = int(text) if text.isascii() and text.strip().isdigit() else 0
+    digits = text.strip()
+    count = int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 4 else 0
     if not 1 <= count <= MAX_DEVICES:
         raise DevicesError(f"TUNEGATE_DEVICES must be a whole number from 1 to {MAX_DEVICES}, "
                            f"got {text!r}")
