@@ -42,6 +42,19 @@ def test_a_loopless_elementwise_kernel_has_no_hazard_at_any_num_stages():
         "the task's own launch function (what it launches beyond the kernel is not read)",)
 
 
+@triton.jit
+def scale_unrolled(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    for u in tl.static_range(2):  # unrolled when compiled: nothing for num_stages to pipeline
+        offs = (tl.program_id(0) * 2 + u) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_a_static_range_is_no_loop_to_pipeline():
+    space = Space(parameters={"BLOCK": Parameter(domain=Choice(choices=(64,), default=64)),
+                              "num_stages": Parameter(domain=Choice(choices=(1, 4), default=1))})
+    assert _hazards(scale_unrolled, space, {"num_stages": 4}) == ()
+
+
 def test_a_pipelined_loop_is_a_hazard_and_the_same_loop_at_one_stage_is_not():
     space = tutorial_softmax.TASK.space
     kernel = tutorial_softmax.softmax_kernel
@@ -58,6 +71,27 @@ def test_atomics_and_dots_are_hazards_of_every_config():
     assert [h.split(" (")[0] for h in hazards] == [
         "the kernel's atomics", "the kernel's dot", "num_stages=3 pipelines the kernel's loops"]
     assert "tl.atomic_add" in hazards[0]
+
+
+def test_hazards_the_trait_walk_once_missed_are_found():
+    """`offs + x_ptr` (the pointer second) hid an argument both loaded and stored: programs
+    that read what a neighbour writes; inline assembly's effects are not read at all."""
+    shifted = detect_traits(source=(
+        "def k(x_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(x_ptr + offs + 1, tl.load(offs + x_ptr))\n"))
+    assert "in_place" in shifted.traits
+    strided = detect_traits(source=(
+        "def k(x_ptr, y_ptr, stride, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * stride + tl.arange(0, BLOCK)\n"
+        "    tl.store(y_ptr + offs, tl.load(x_ptr + offs))\n"))
+    assert "in_place" not in strided.traits  # a stride both use is no shared pointer
+    asm = detect_traits(source=(
+        "def k(x_ptr, BLOCK: tl.constexpr):\n"
+        "    v = tl.load(x_ptr + tl.arange(0, BLOCK))\n"
+        "    tl.inline_asm_elementwise('red.global.add.f32 [$1], $2;', '=r,l,f', [x_ptr, v],\n"
+        "                              dtype=tl.int32, is_pure=False, pack=1)\n"))
+    assert "inline_asm" in asm.traits
 
 
 def test_a_config_without_hazards_gets_its_draws_under_both_poisons_and_no_more():

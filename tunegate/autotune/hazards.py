@@ -23,8 +23,9 @@ RACING_FEATURES = frozenset({"num_stages", "range_num_stages", "range_multi_buff
 `block_ptr` because Triton may lower block-pointer loads to TMA."""
 
 RACING_TRAITS = frozenset({"atomics", "in_place", "store_then_load", "dot", "tensor_descriptor",
-                           "block_ptr"})
-"""Kernel traits that make every config of the kernel racy: shared addresses, async dots/loads."""
+                           "block_ptr", "inline_asm"})
+"""Kernel traits that make every config of the kernel racy: shared addresses, async dots/loads,
+assembly whose effects are not read."""
 
 
 def race_hazards(region: Region, config: Config, launch_unread: bool = False
@@ -39,13 +40,17 @@ def race_hazards(region: Region, config: Config, launch_unread: bool = False
     found = [f"the kernel's {t} ({traits.evidence[t]})"
              for t in sorted(RACING_TRAITS & traits.traits)]
     used = region.binding.used(config.values)
-    racing = RACING_FEATURES if traits.loops else RACING_FEATURES - {"num_stages"}  # it only
-    found += [f"{f} in {_where(used[f])}" for f in sorted(racing & set(used))]  # pipelines loops
+    loops = [lp for lp in traits.loops if lp.kind not in _NOT_PIPELINED]  # what num_stages
+    racing = RACING_FEATURES if loops else RACING_FEATURES - {"num_stages"}  # pipelines
+    found += [f"{f} in {_where(used[f])}" for f in sorted(racing & set(used))]
     stages = config.values.get("num_stages", LAUNCH_DEFAULTS["num_stages"])
-    if (traits.loops and not {"num_stages", "range_num_stages"} & set(used)
+    if (loops and not {"num_stages", "range_num_stages"} & set(used)
             and isinstance(stages, int) and stages > 1):  # set where the space cannot see it
         found.append(f"num_stages={stages} pipelines the kernel's loops")
     return tuple(found)
+
+
+_NOT_PIPELINED = ("tl.static_range", "while")  # unrolled at compile time; not a for loop
 
 
 def _where(use: object) -> str:

@@ -48,11 +48,7 @@ class CallEvents:
                 (k.value for k in call.keywords if k.arg in ("pointer", "ptr")), None)
             if ptr is not None:
                 address = self.expand(ptr, env)
-                base = root_of(address.left if isinstance(address, ast.BinOp) else address)
-                while isinstance(base, ast.BinOp):
-                    base = root_of(base.left)
-                event(name, ast.dump(address),
-                      base=base.id if isinstance(base, ast.Name) else None,
+                event(name, ast.dump(address), base=self.pointer_base(address),
                       invariant=self.invariant(fn, ptr, address, loops))
         elif name in ("load_tensor_descriptor", "store_tensor_descriptor",
                       "_experimental_descriptor_load", "_experimental_descriptor_store"):
@@ -68,6 +64,8 @@ class CallEvents:
             event("block_ptr")
         elif name.startswith("atomic_"):
             event("atomics")
+        elif name == "inline_asm_elementwise":
+            event("inline_asm")
         elif name == "dot":
             acc_arg = call.args[2] if len(call.args) >= 3 else next(
                 (k.value for k in call.keywords if k.arg == "acc"), None)
@@ -81,6 +79,22 @@ class CallEvents:
             helper = fn.helper(call.func)
             if helper is not None:
                 self.inline(helper, call, env, loops, branches, depth)
+
+    def pointer_base(self, address: ast.expr) -> str | None:
+        """The pointer an address is reached from: the first kernel parameter among the terms
+        it adds up (`x_ptr` in `x_ptr + row * stride + offs` and in `offs + x_ptr`), else the
+        name its leftmost term starts from."""
+        terms: list[ast.expr] = []
+        todo = [address]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                todo += [node.right, node.left]
+            else:
+                terms.append(root_of(node))
+        names = [t.id for t in terms if isinstance(t, ast.Name)]
+        own = [n for n in names if n in self.walk.parameters]
+        return (own or names or [None])[0]
 
     def invariant(self, fn: FunctionSource, ptr: ast.expr, address: ast.expr,
                   loops: tuple[int, ...]) -> tuple[int, ...]:
