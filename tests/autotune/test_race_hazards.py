@@ -100,6 +100,8 @@ def test_a_config_without_hazards_gets_its_draws_under_both_poisons_and_no_more(
     assert StressCheck().resolved("gpu", tuned_seconds=100.0).min_launches == 200
     asked = StressCheck(min_launches=300, draws=5).resolved("gpu", can_race=False)
     assert (asked.min_launches, asked.max_launches, asked.draws) == (300, 300, 5)
+    capped = StressCheck(max_launches=10).resolved("gpu", can_race=False)  # the user's cap
+    assert (capped.min_launches, capped.max_launches, capped.draws) == (10, 10, 10)
     interpreter = StressCheck().resolved("interpreter", can_race=False)
     assert (interpreter.min_launches, interpreter.draws) == (8, 4)
 

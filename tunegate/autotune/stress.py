@@ -70,7 +70,7 @@ class StressCheck(BaseModel):
         draws_default = DRAWS["gpu" if gpu else "interpreter"]
         if not can_race:
             draws = self.draws or draws_default
-            low = self.min_launches or 2 * draws
+            low = self.min_launches or min(2 * draws, self.max_launches or 2 * draws)
             return StressCheck(min_launches=low, max_launches=max(low, self.max_launches or low),
                                seconds=self.seconds or 0.0, draws=min(draws, low))
         seconds = 0.25 if gpu else 2.0
