@@ -94,6 +94,15 @@ def test_hazards_the_trait_walk_once_missed_are_found():
     assert "inline_asm" in asm.traits
 
 
+def test_a_helper_the_walk_cannot_follow_is_a_hazard():
+    """Ten helpers deep the walk stops following: what the last one does is unknown."""
+    helpers = "".join(f"@triton.jit\ndef h{i}(p):\n    h{i + 1}(p)\n\n" for i in range(10))
+    source = (helpers + "@triton.jit\ndef h10(p):\n    tl.atomic_add(p, 1.0)\n\n"
+              "@triton.jit\ndef k(x_ptr):\n    h0(x_ptr)\n")
+    traits = detect_traits(source=source, name="k")
+    assert "opaque_call" in traits.traits and "atomics" not in traits.traits
+
+
 def test_a_config_without_hazards_gets_its_draws_under_both_poisons_and_no_more():
     light = StressCheck().resolved("gpu", tuned_seconds=100.0, can_race=False)
     assert (light.min_launches, light.max_launches, light.draws, light.seconds) == (24, 24, 12, 0)

@@ -23,9 +23,9 @@ RACING_FEATURES = frozenset({"num_stages", "range_num_stages", "range_multi_buff
 `block_ptr` because Triton may lower block-pointer loads to TMA."""
 
 RACING_TRAITS = frozenset({"atomics", "in_place", "store_then_load", "dot", "tensor_descriptor",
-                           "block_ptr", "inline_asm"})
+                           "block_ptr", "inline_asm", "opaque_call"})
 """Kernel traits that make every config of the kernel racy: shared addresses, async dots/loads,
-assembly whose effects are not read."""
+code whose effects are not read (assembly, a helper without source)."""
 
 
 def race_hazards(region: Region, config: Config, launch_unread: bool = False

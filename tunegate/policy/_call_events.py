@@ -75,10 +75,12 @@ class CallEvents:
             event("dot", key or "", trans=trans)
         elif name == "sum":
             event("sum")
-        elif depth < _MAX_DEPTH and not method:
-            helper = fn.helper(call.func)
+        elif not method and fn.calls_jit(call.func):
+            helper = fn.helper(call.func) if depth < _MAX_DEPTH else None
             if helper is not None:
                 self.inline(helper, call, env, loops, branches, depth)
+            else:  # its source cannot be read, or it is nested too deep: what it does is unknown
+                event("opaque_call")
 
     def pointer_base(self, address: ast.expr) -> str | None:
         """The pointer an address is reached from: the first kernel parameter among the terms

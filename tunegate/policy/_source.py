@@ -44,6 +44,12 @@ class FunctionSource:
         n = getattr(node, "lineno", 1)
         return self.lines[n - 1].strip() if 0 < n <= len(self.lines) else ""
 
+    def calls_jit(self, func: ast.expr) -> bool:
+        """Whether a call's `func` names a `@triton.jit` helper (readable or not)."""
+        if self.scope is not None:
+            return _is_jit(_lookup(func, self.scope))
+        return isinstance(func, ast.Name) and func.id in self.siblings
+
     def helper(self, func: ast.expr) -> "FunctionSource | None":
         """The jit helper a call's `func` names, if it can be found."""
         if self.scope is not None:

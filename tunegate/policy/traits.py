@@ -25,6 +25,8 @@ TRAITS: dict[str, str] = {
     "in_place": "a kernel argument that is both loaded and stored",
     "atomics": "tl.atomic_* operations",
     "inline_asm": "tl.inline_asm_elementwise: assembly whose effects the walk cannot read",
+    "opaque_call": "a call of a @triton.jit helper whose source cannot be read (or nested "
+                   "too deep to follow)",
     "dot": "tl.dot",
     "multi_dot": "two or more tl.dot calls",
     "dot_trans_and_sum": "one loop holding a tl.sum and a tl.dot of a tl.trans",
@@ -128,7 +130,8 @@ class _Collector:
     def run(self) -> None:
         events = self.walk.events
         for e in events:
-            if e.kind in ("atomics", "tensor_descriptor", "block_ptr", "inline_asm"):
+            if e.kind in ("atomics", "tensor_descriptor", "block_ptr", "inline_asm",
+                          "opaque_call"):
                 self.note(e.kind, e, e.loops[-1] if e.loops else None)
             if e.kind in ("desc_load", "desc_store"):
                 self.note("tensor_descriptor", e, e.loops[-1] if e.loops else None)
