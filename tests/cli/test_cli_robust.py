@@ -43,6 +43,7 @@ def run(capsys, *argv):
     ["space", "show", "--loops", "-1"], ["space", "show", "--blocks", "0"],
     ["space", "show", "--loops", "10000"], ["policy", "explain", "a=1", "--store", ""],
     ["store", "list", "--store", ""], ["store", "prune", "--older-than", "nan"],
+    ["policy", "check", "--policy="], ["tune", "x.py", "--policy", " "],
     ["tune"], ["bogus-verb"],
 ])
 def test_bad_options_exit_2_with_one_error_line(capsys, argv):

@@ -84,6 +84,12 @@ def store_path(text: str) -> str:
     return text
 
 
+def policy_path(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a policy file's path")
+    return text
+
+
 def strategy(text: str) -> str:
     from ..autotune import STRATEGIES
 
@@ -96,7 +102,7 @@ def strategy(text: str) -> str:
 
 def common(p: argparse.ArgumentParser, *, env: bool = True) -> None:
     """--policy and --json, and (with `env`) --env and --no-probe."""
-    p.add_argument("--policy", action="append", default=[], metavar="FILE",
+    p.add_argument("--policy", action="append", default=[], metavar="FILE", type=policy_path,
                    help="an extra policy layer (highest); may be repeated")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     if env:

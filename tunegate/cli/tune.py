@@ -120,7 +120,7 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument("--store", metavar="PATH", type=_args.store_path,
                    help="SQLite store (default: user cache dir)")
     p.add_argument("--policy", action="append", default=[], metavar="FILE",
-                   help="an extra policy layer (highest); may be repeated")
+                   type=_args.policy_path, help="an extra policy layer (highest); may be repeated")
     p.add_argument("--stress-min", type=_args.integer(1, MAX_LAUNCHES), metavar="N",
                    help="least launches per stress check (GPU 200, interpreter 8)")
     p.add_argument("--stress-max", type=_args.integer(1, MAX_LAUNCHES), metavar="N",
