@@ -111,7 +111,8 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
         # As python's own first entry (the script's real folder, symlinks resolved, or the
         # current one for a module), in place of the launcher's (tunegate's folder, or the
         # current one under `python -m tunegate`).
-        sys.path[:1] = [os.getcwd() if module else os.path.dirname(os.path.realpath(target))]
+        sys.path[:1] = [os.getcwd() if module else os.path.realpath(target)
+                        if os.path.isdir(target) else os.path.dirname(os.path.realpath(target))]
         warm_up(here=True)  # the workers start while the program does
         trace.event("program", target=target)
         with reaching_children():
@@ -152,8 +153,10 @@ def _check_readable(script: str) -> None:
             pass
     except FileNotFoundError:
         raise KernelFileError(f"{script}: no such file") from None
-    except IsADirectoryError:
-        raise KernelFileError(f"{script}: is a folder, not a script") from None
+    except IsADirectoryError:  # run as python runs it: its __main__.py
+        if not os.path.isfile(os.path.join(script, "__main__.py")):
+            raise KernelFileError(f"{script}: is a folder without a __main__.py, not a script") \
+                from None
     except OSError as e:
         raise KernelFileError(f"{script}: cannot read it ({e.strerror or e})") from None
 

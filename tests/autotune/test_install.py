@@ -86,6 +86,19 @@ def test_tunegate_run_script_and_module():
     assert done.returncode == 2 and "no_such_pkg.mod: no such module" in done.stderr
 
 
+def test_tunegate_run_a_folder_runs_its_main_as_python_does(tmp_path):
+    import shutil
+
+    (tmp_path / "app").mkdir()
+    shutil.copy(ROOT / "tests/kernels/run_add.py", tmp_path / "app" / "__main__.py")
+    done = run_cli("run", "--no-store", "app", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok True True" and "2 tuning(s)" in done.stderr
+    (tmp_path / "empty").mkdir()
+    done = run_cli("run", "empty", cwd=tmp_path)
+    assert done.returncode == 2 and "is a folder without a __main__.py" in done.stderr
+
+
 def test_interpret_without_gpu_after_kernels_were_decorated(tmp_path):
     script = tmp_path / "late.py"
     script.write_text(textwrap.dedent("""
