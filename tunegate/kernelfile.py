@@ -45,7 +45,8 @@ def _existing_file(path: str | Path) -> Path:
     except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop before Python 3.13
         reason = getattr(e, "strerror", None) or str(e)
         raise KernelFileError(f"{_short(str(path))}: cannot open it ({reason})") from None
-    raise KernelFileError(f"{_short(str(path))}: no such file")
+    what = "is a folder, not a kernel file" if resolved.is_dir() else "is not a regular file"
+    raise KernelFileError(f"{_short(str(path))}: {what}")
 
 
 def _short(text: str, limit: int = 200) -> str:

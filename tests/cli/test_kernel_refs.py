@@ -119,3 +119,11 @@ def test_a_module_reference_is_found_from_the_current_folder_by_the_console_scri
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "SHIFT=1" in done.stdout
+
+
+def test_a_folder_named_as_a_kernel_file_says_so(tmp_path):
+    from tunegate.kernelfile import load_module
+
+    (tmp_path / "adir.py").mkdir()
+    with pytest.raises(KernelFileError, match="adir.py: is a folder, not a kernel file"):
+        load_module(tmp_path / "adir.py")
