@@ -52,6 +52,13 @@ def test_bad_options_exit_2_with_one_error_line(capsys, argv):
     assert err.count("\n") == 1 and err.startswith("tunegate: error: "), err
 
 
+def test_a_refused_command_line_with_json_says_so_in_json_too(capsys):
+    code, out, err = run(capsys, "tune", "x.py", "--budget", "0", "--json")
+    assert code == 2 and err.startswith("tunegate: error: argument --budget")
+    assert json.loads(out) == {"error": "argument --budget: must be at least 1, got 0 (see "
+                                        "`tunegate tune --help`)", "exit": 2}
+
+
 def test_cross_field_stress_options_are_a_usage_error_naming_both(capsys):
     code, _, err = run(capsys, "tune", "x.py", "--stress-min", "9", "--stress-max", "3")
     assert code == 2 and err == "tunegate: error: --stress-min 9 is more than --stress-max 3\n"

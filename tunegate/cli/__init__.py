@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from . import _args, policy, run, space, store, tune
+from . import _args, _json, policy, run, space, store, tune
 from ._exit import EXIT_DETECTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, exit_code
 
 __all__ = ["EXIT_DETECTED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
@@ -32,12 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     own, program = run.split_argv(argv)  # `tunegate run`'s program keeps all its arguments
+    _args.Parser.refused = None
     try:
         args = build_parser().parse_args(own)
         if program is not None:
             args.program = program
-    except SystemExit as e:  # --help (0) or a bad command line (2, said on stderr)
-        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    except SystemExit as e:  # --help (0) or a bad command line (2, said on stderr, and on
+        code = e.code if isinstance(e.code, int) else EXIT_USAGE  # stdout for --json)
+        if code == EXIT_USAGE and "--json" in own and _args.Parser.refused:
+            print(_json.dump({"error": _args.Parser.refused, "exit": code}))
+        return code
     try:
         code: int = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

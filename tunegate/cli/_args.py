@@ -20,10 +20,14 @@ EXIT_USAGE = 2  # argparse's own exit status for a bad command line (see _exit.E
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that reports a bad command line as one `tunegate: error:` line (exit 2)."""
+    """argparse that reports a bad command line as one `tunegate: error:` line (exit 2), and
+    keeps it (`refused`) for a `--json` caller's document."""
+
+    refused: str | None = None
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"tunegate: error: {message} (see `{self.prog} --help`)\n")
+        Parser.refused = f"{message} (see `{self.prog} --help`)"
+        self.exit(EXIT_USAGE, f"tunegate: error: {Parser.refused}\n")
 
 
 def _number(text: str, kind: Callable[[str], Any]) -> Any:
