@@ -108,11 +108,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [target, *args]
     try:
-        # As python's own first entry (the script's real folder, symlinks resolved, or the
-        # current one for a module), in place of the launcher's (tunegate's folder, or the
-        # current one under `python -m tunegate`).
-        sys.path[:1] = [os.getcwd() if module else os.path.realpath(target)
-                        if os.path.isdir(target) else os.path.dirname(os.path.realpath(target))]
+        sys.path[:1] = [_first_on_path(target, module)]
         warm_up(here=True)  # the workers start while the program does
         trace.event("program", target=target)
         with reaching_children():
@@ -132,6 +128,16 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
         sys.argv, sys.path[:] = saved_argv, saved_path
         _print_tunings()
     return 0
+
+
+def _first_on_path(target: str, module: bool) -> str:
+    """python's own first `sys.path` entry, in place of the launcher's (tunegate's folder, or
+    the current one under `python -m tunegate`): the current folder for a module, a folder
+    run for its __main__.py itself, else the script's real folder (symlinks resolved)."""
+    if module:
+        return os.getcwd()
+    real = os.path.realpath(target)
+    return real if os.path.isdir(real) else os.path.dirname(real)
 
 
 def _print_tunings() -> None:

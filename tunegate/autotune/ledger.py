@@ -101,19 +101,17 @@ class Ledger:
         (quarantined), and later ones are stored so at once."""
         self.provisional = False
         for i in sorted(self._unsettled):
-            trial = self.trials[i]
-            try:
-                self.store.update(self._rows[i], trial.status, time_ms=trial.time_ms,
-                                  checked_draws=trial.checked_draws,
-                                  checked_launches=trial.checked_launches, reason=trial.reason)
-            except StoreError as e:
-                self.store_failed(e)
+            self._update(i, self.trials[i], self.trials[i].status, self.trials[i].reason)
         self._unsettled.clear()
 
     def replace(self, i: int, trial: Trial) -> None:
         """Trial `i` checked again (its full timing, its stress check): its row updated."""
         self.trials[i] = trial
-        status, reason = self._stored_as(i, trial)
+        self._update(i, trial, *self._stored_as(i, trial))
+
+    def _update(self, i: int, trial: Trial, status: Outcome, reason: Reason | None) -> None:
+        """Trial `i`'s row rewritten as `trial` with `status` and `reason`; a store that fails
+        is noted, never raised."""
         try:
             self.store.update(self._rows[i], status, time_ms=trial.time_ms,
                               checked_draws=trial.checked_draws,
@@ -131,12 +129,8 @@ class Ledger:
             reason = Reason(kind=Outcome.BASELINE_ERROR,
                             summary=f"not judged: {trial.reason.summary}, but {why}",
                             evidence=trial.reason.evidence)
-            try:
-                self.store.update(self._rows[i], Outcome.BASELINE_ERROR, time_ms=None,
-                                  checked_draws=trial.checked_draws,
-                                  checked_launches=trial.checked_launches, reason=reason)
-            except StoreError as e:
-                self.store_failed(e)
+            self._update(i, trial.model_copy(update={"time_ms": None}), Outcome.BASELINE_ERROR,
+                         reason)
         self.provisional = False
         self._unsettled.clear()
         self.note("the configs found wrong against the baseline are not quarantined: the "

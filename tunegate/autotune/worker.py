@@ -330,9 +330,8 @@ class Worker:
                 self._conn.send(request)
             except (BrokenPipeError, ConnectionResetError):  # it died after its last answer
                 self.stop()  # (killed, or crashed on its way out): no fault of this request's;
-                self.start()  # a closed pipe must never reach the CLI, which would read it
-                self.wait()  # as its own stdout closed, and end without its results
-                assert self._conn is not None
+                self.start()  # a closed pipe must never reach the CLI, which would read it as
+                assert self._conn is not None  # its own stdout closed, and lose its results
                 try:
                     self._conn.send(request)
                 except (BrokenPipeError, ConnectionResetError) as e:  # the new one died too

@@ -104,10 +104,15 @@ def strategy(text: str) -> str:
     return text
 
 
-def common(p: argparse.ArgumentParser, *, env: bool = True) -> None:
-    """--policy and --json, and (with `env`) --env and --no-probe."""
+def policy_option(p: argparse.ArgumentParser) -> None:
+    """--policy FILE, repeatable: extra policy layers."""
     p.add_argument("--policy", action="append", default=[], metavar="FILE", type=policy_path,
                    help="an extra policy layer (highest); may be repeated")
+
+
+def common(p: argparse.ArgumentParser, *, env: bool = True) -> None:
+    """--policy and --json, and (with `env`) --env and --no-probe."""
+    policy_option(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     if env:
         p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",

@@ -119,8 +119,7 @@ def add_parsers(verbs: Any) -> None:
                    help="seconds per config before it is killed (GPU 60, interpreter 300)")
     p.add_argument("--store", metavar="PATH", type=_args.store_path,
                    help="SQLite store (default: user cache dir)")
-    p.add_argument("--policy", action="append", default=[], metavar="FILE",
-                   type=_args.policy_path, help="an extra policy layer (highest); may be repeated")
+    _args.policy_option(p)
     p.add_argument("--stress-min", type=_args.integer(1, MAX_LAUNCHES), metavar="N",
                    help="least launches per stress check (GPU 200, interpreter 8)")
     p.add_argument("--stress-max", type=_args.integer(1, MAX_LAUNCHES), metavar="N",
