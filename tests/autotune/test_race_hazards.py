@@ -103,6 +103,17 @@ def test_a_helper_the_walk_cannot_follow_is_a_hazard():
     assert "opaque_call" in traits.traits and "atomics" not in traits.traits
 
 
+def test_kernels_with_readable_helpers_and_no_assembly_have_neither_trait():
+    """The must-not side of `inline_asm` and `opaque_call`: a tutorial kernel, and kernels that
+    call `@triton.jit` helpers from another module and from their own."""
+    from tests.kernels import loop_kernels
+
+    for kernel in (tutorial_softmax.softmax_kernel, loop_kernels.helper_store_load,
+                   loop_kernels.seed_store_load, splitk.splitk_matmul):
+        traits = detect_traits(kernel).traits
+        assert not {"inline_asm", "opaque_call"} & traits, (kernel, traits)
+
+
 def test_a_config_without_hazards_gets_its_draws_under_both_poisons_and_no_more():
     light = StressCheck().resolved("gpu", tuned_seconds=100.0, can_race=False)
     assert (light.min_launches, light.max_launches, light.draws, light.seconds) == (24, 24, 12, 0)
