@@ -144,3 +144,34 @@ def test_a_tuning_takes_a_compile_worker_that_imported_its_module_first(tmp_path
             pool.close()
         close_idle_workers()
         sys.modules.pop(module, None)
+
+
+def test_the_distributions_are_read_again_only_for_a_path_entry_that_holds_some(
+        tmp_path, monkeypatch):
+    """Reading them scans every installed distribution; pytest adds each test folder to
+    sys.path, and a folder of tests holds none."""
+    reads = []
+    real = mirror.metadata.packages_distributions
+    monkeypatch.setattr(mirror.metadata, "packages_distributions",
+                        lambda: reads.append(1) or real())
+    monkeypatch.setenv("IMPORT_MARKER_FILE", str(tmp_path / "m"))
+    imports = mirror.MirroredImports()
+    imports.new()
+    assert len(reads) == 1
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "helpers_of_tests.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tests))
+    import helpers_of_tests  # noqa: F401
+
+    site = tmp_path / "site"
+    _distribution(site, "latekernels", ["torch"])
+    try:
+        assert imports.new() == [] and len(reads) == 1  # a folder of no distribution
+        monkeypatch.syspath_prepend(str(site))
+        import latekernels  # noqa: F401
+
+        assert imports.new() == ["latekernels"] and len(reads) == 2
+    finally:
+        for name in ("helpers_of_tests", "latekernels"):
+            sys.modules.pop(name, None)
