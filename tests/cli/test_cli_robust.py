@@ -218,3 +218,26 @@ _CONFIG_TEXT = st.one_of(
 def test_fuzz_explain_config_text(capsys, text):
     code, _, err = run(capsys, "policy", "explain", "--no-probe", "--", text)
     assert code in (0, 1, 2), err
+
+
+@pytest.mark.parametrize("argv", [
+    ["policy", "verify", "no-such-rule", "--json"],
+    ["policy", "explain", "a=1", "--kernel", "no_such_file.py:K", "--json"],
+    ["store", "list", "--kernel", "no-such-kernel", "--json"],
+    ["policy", "check", "no_such_policy.toml", "--json"],
+])
+def test_an_error_with_json_is_one_document_on_stdout_too(capsys, argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TUNEGATE_STORE", str(tmp_path / "store.sqlite"))
+    Store(tmp_path / "store.sqlite")  # an empty store: it knows no kernel
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and err.startswith("tunegate: error: "), err
+    document = json.loads(out)
+    assert document["exit"] == 2 and document["error"] in err, (document, err)
+
+
+def test_a_failed_tune_with_json_prints_one_document(capsys, tmp_path):
+    kernel_file = tmp_path / "k.py"
+    kernel_file.write_text("N = 5\n")
+    code, out, _ = run(capsys, "tune", f"{kernel_file}:N", "--json")
+    assert code == 2 and json.loads(out)["best"] is None  # one document: json.loads says so

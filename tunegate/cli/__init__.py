@@ -50,4 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code_for = exit_code(e)
         if code_for is None:
             raise
+        if getattr(args, "json", False) and not getattr(args, "json_written", False) \
+                and code_for != EXIT_PIPE:  # a --json caller reads it on stdout too
+            print(_json.dump({"error": str(e), "exit": code_for}))
         return code_for

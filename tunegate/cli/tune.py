@@ -53,6 +53,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         if args.json:
             print(_json.dump(_json.tune_failure(args.task, f"{type(e).__name__}: {e}"
                                                 if str(e) else type(e).__name__)))
+            args.json_written = True  # the failure in tune's own shape: not printed again
         raise
     if text:
         print(text)
