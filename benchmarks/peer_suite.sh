@@ -8,7 +8,9 @@
 # PER_FILE cases of each test file run (default 2; PER_FILE_fla / PER_FILE_liger for one); DIRS picks the libraries (default "fla liger");
 # LIMITS gives each run's time limit in seconds as "stock first second" (default "200 300 150");
 # LIMITS_fla / LIMITS_liger override it for one library.
-# RUNS picks the runs (default "stock tunegate1 tunegate2"; RUNS_fla / RUNS_liger for one); base1
+# RUNS picks the runs (default "stock tunegate1 tunegate2"; RUNS_fla / RUNS_liger for one);
+# collect is stock pytest's start-up and collection alone (no test runs): the floor under any run
+# of the suite, a second run that tunes nothing included (run it after stock: warm file cache); base1
 # is a cold `tunegate run` of the tunegate tree in BASE_TREE (a folder holding an earlier commit's
 # `tunegate/`, e.g. from `git archive`), with a store of its own: a change against the code before
 # it, in one call (these hosts drift between calls); with IDS_GIVEN=1 the case lists
@@ -37,7 +39,7 @@ run() { # name dir timeout cache command...
   local name=$1 dir=$2 limit=$3 cache=$4; shift 4
   local t0=$(date +%s.%N)
   (cd $dir && TRITON_CACHE_DIR=/tmp/triton-cache-$cache-$dir timeout -s INT -k 20 $limit "$@" $(cat ../ids_$dir.txt) -q -p no:cacheprovider -W ignore --durations=0 > "$OUT/$name-$dir.log" 2>&1); local rc=$?
-  echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") started=$t0 $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)' "$OUT/$name-$dir.log" | tail -1)" | tee -a "$OUT/summary.txt"
+  echo "$name $dir rc=$rc seconds=$(python3 -c "print(round($(date +%s.%N)-$t0,1))") started=$t0 $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed)|collected in' "$OUT/$name-$dir.log" | tail -1)" | tee -a "$OUT/summary.txt"
 }
 for d in $DIRS; do
   limits_var=LIMITS_$d
@@ -46,6 +48,7 @@ for d in $DIRS; do
   for r in ${!runs_var:-${RUNS:-stock tunegate1 tunegate2}}; do
     case $r in
       stock) run stock $d $STOCK_S stock python3 -m pytest ;;
+      collect) run collect $d $STOCK_S stock python3 -m pytest --collect-only ;;
       tunegate1) run tunegate1 $d $FIRST_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate1-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
       base1) run base1 $d $FIRST_S base env PYTHONPATH=/tmp/site:$(cd "$BASE_TREE" && pwd) \
           TUNEGATE_STORE=/tmp/peer-store-base.sqlite TUNEGATE_TRACE="$OUT/trace-base1-$d.jsonl" \
