@@ -24,7 +24,7 @@ from ._text import short_hash
 from .errors import TunegateError
 
 __all__ = ["KernelFileError", "chain", "import_reference", "importable_name", "jit_function",
-           "load_module", "python_function", "require_main_guard", "resolve", "split_reference"]
+           "load_module", "python_function", "resolve", "split_reference", "unguarded_line"]
 
 IMPORT_WARN_SECONDS = 10.0  # after this long importing a kernel file, say so on stderr
 USER_MODULE_PREFIX = "tunegate_user_"  # the module name a kernel file is imported under
@@ -200,22 +200,18 @@ def python_function(obj: Any) -> Any:
 
 
 
-def require_main_guard(file: str | Path, what: str) -> None:
-    """Raise when `file`'s own module-level code is running now (on this thread's stack)
-    outside `if __name__ == "__main__":`: worker processes re-import `file`, which would run
-    that code (and `what` with it) again in each of them."""
+def unguarded_line(file: str | Path) -> int | None:
+    """The line of `file` whose module-level code is running now (on this thread's stack)
+    outside `if __name__ == "__main__":`, or None: worker processes re-import `file`, which
+    would run that code again in each of them."""
     path = os.path.realpath(file)
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "<module>" and os.path.realpath(
                 frame.f_code.co_filename) == path:
-            if not _under_main_guard(path, frame.f_lineno):
-                raise KernelFileError(
-                    f"{path}:{frame.f_lineno}: {what} runs from the script's top level, which "
-                    "every tuning worker runs again when it imports the script; put the "
-                    "script's own work under `if __name__ == \"__main__\":`")
-            return
+            return None if _under_main_guard(path, frame.f_lineno) else frame.f_lineno
         frame = frame.f_back
+    return None
 
 
 def _under_main_guard(path: str, line: int) -> bool:

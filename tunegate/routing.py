@@ -9,6 +9,7 @@ Kernels decorated before it are left alone; `wrap()` converts one of those.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Any, Sequence
 
@@ -84,10 +85,11 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     """Run a script (or, with `module`, `python -m` style a module) with `install()` active.
 
     Without a GPU the program's kernels run under Triton's interpreter. Returns the
-    program's exit status; a tunegate error that ends the program is raised, for the CLI to
-    say in one line. The script's folder is first on `sys.path`, as `python SCRIPT` has it;
-    tuning workers re-import the script, so its own work must sit under
-    `if __name__ == "__main__":`. When the program ends, a table of what was tuned (if
+    program's exit status, `-signal.SIGINT` where a KeyboardInterrupt (a Ctrl-C) stopped it
+    (its traceback printed, as python prints it); a tunegate error that ends the program is
+    raised, for the CLI to say in one line. The script's folder is first on `sys.path`, as
+    `python SCRIPT` has it; a script that tunes from its top level is tuned in this process
+    (workers would run that code again). When the program ends, a table of what was tuned (if
     anything) goes to stderr. The Python processes the program starts are tuned by tunegate
     too (`children`); the table has only this process's tunings.
     """
@@ -118,6 +120,9 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
                 runpy.run_path(os.path.abspath(target), run_name="__main__")
     except SystemExit as e:
         return _exit_status(e)
+    except KeyboardInterrupt as e:  # a Ctrl-C, or the program's own raise: as python reports
+        _print_program_traceback(e)  # it (the command then ends by SIGINT, see cli.console)
+        return -signal.SIGINT
     except TunegateError:  # tunegate's own (a kernel it cannot tune): said in one line
         raise
     except Exception as e:  # the program's own failure: as `python` reports it, not as ours

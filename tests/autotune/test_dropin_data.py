@@ -256,3 +256,43 @@ def test_views_keep_the_caller_s_strides_gaps_and_aliasing_in_every_copy(layout)
     statuses = {(t.config["BLOCK"], t.config["SKIP"]): t.status
                 for t in mod.strided_double_kernel.last_result.trials}
     assert statuses == {(16, 0): "ok", (32, 1): "wrong", (32, 0): "ok"}, statuses
+
+
+@pytest.mark.parametrize("kernel", ["narrow_first_kernel", "narrowest_first_kernel",
+                                    "wide_first_kernel"])
+def test_a_block_that_leaves_the_tail_unwritten_is_rejected_in_any_order(kernel):
+    """The grid covers the output only with the largest block. Listed first, a smaller block
+    is the baseline: the wider writer agrees with it wherever it writes and writes more, so
+    the baseline is replaced by it and the search runs again."""
+    tuned = getattr(mod, kernel)
+    x, y = torch.arange(256.0), torch.zeros(256)
+    tuned[(2,)](x, y, 256)
+    assert torch.equal(y, 2 * x)
+    statuses = {t.config["BLOCK"]: t.status for t in tuned.last_result.trials}
+    assert statuses[128] == "ok" and statuses[32] == "wrong", statuses
+    assert statuses.get(64, "wrong") == "wrong"
+    wrong = next(t for t in tuned.last_result.trials if t.config["BLOCK"] == 32)
+    assert "unwritten" in wrong.reason.summary, wrong.reason.summary
+
+
+def test_the_program_s_own_errors_while_tuning_reach_it_as_they_are():
+    """As under triton.autotune: its hook's exception, its grid's (the config named in a
+    note), its kernel's compile error, not a tuning error of tunegate's."""
+    from tunegate import TunegateError
+
+    x, y = torch.randn(40), torch.empty(40)
+    with pytest.raises(LookupError, match="the program's own hook"):
+        mod.hook_raising_kernel[(3,)](x, y, 40, BROKEN=False)
+
+    def grid(meta):
+        raise ZeroDivisionError("the program's own grid")
+
+    with pytest.raises(ZeroDivisionError, match="the program's own grid") as info:
+        mod.maybe_broken_kernel[grid](x, y, 40, BROKEN=False)
+    assert any("launch grid of" in note for note in info.value.__notes__)
+    with pytest.raises(Exception) as info:
+        mod.maybe_broken_kernel[(3,)](x, y, 40, BROKEN=True)
+    assert not isinstance(info.value, TunegateError), info.value
+    assert "shape" in str(info.value)
+    mod.maybe_broken_kernel[(3,)](x, y, 40, BROKEN=False)
+    assert torch.equal(x, y)

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 import tunegate
-from tunegate.autotune.dropin import Autotuner, DropInError
+from tunegate.autotune.dropin import Autotuner
 from tunegate.autotune.outputs import stored_arguments
 
 
@@ -103,10 +103,16 @@ def test_options_are_checked_when_decorating(options, message):
 
 
 def test_call_site_meta_parameter_conflict_is_triton_s_error():
+    """The program's mistake, raised as Triton raises it (a ValueError when tuning, a
+    TypeError from the launch once the key is tuned), not as tunegate's."""
     kernel = tunegate.autotuned(configs=[triton.Config({"BLOCK": 16}),
                                          triton.Config({"BLOCK": 32})], key=["n"])(_copy)
     x = torch.randn(8)
-    with pytest.raises(DropInError, match="Conflicting meta-parameters: BLOCK"):
+    with pytest.raises(ValueError, match="Conflicting meta-parameters: BLOCK") as info:
+        kernel[(1,)](x, torch.empty(8), 8, BLOCK=16)
+    assert not isinstance(info.value, tunegate.TunegateError)
+    kernel[(1,)](x, torch.empty(8), 8)
+    with pytest.raises(TypeError, match="multiple values for keyword argument 'BLOCK'"):
         kernel[(1,)](x, torch.empty(8), 8, BLOCK=16)
 
 
@@ -114,8 +120,8 @@ def test_single_config_runs_without_tuning_and_call_site_launch_options_merge():
     kernel = tunegate.autotuned(configs=[triton.Config({"BLOCK": 16}, num_warps=2)],
                                 key=["n"])(_copy)
     x, y = torch.randn(20), torch.empty(20)
-    kernel[(2,)](x, y, 20, num_ctas=1, num_warps=8)  # the config's num_warps wins, as Triton's
-    assert torch.equal(x, y) and kernel.best_config is kernel.configs[0]
+    kernel[(2,)](x, y, 20, num_ctas=1, num_warps=8)  # the config's num_warps wins (Triton
+    assert torch.equal(x, y) and kernel.best_config is kernel.configs[0]  # raises TypeError)
 
 
 def test_outputs_are_the_arguments_only_written():
@@ -272,6 +278,8 @@ def test_what_triton_s_autotuner_tells_after_a_tuning_is_told(monkeypatch, capsy
     assert 0 < told_copy.bench_time < 600
     printed = capsys.readouterr().out
     assert "Triton autotuning for function nested_copy" in printed and "(96," in printed
+    assert [line for line in printed.splitlines() if line.startswith("Autotuning kernel")] == [
+        f"Autotuning kernel nested_copy with config {c}" for c in told_copy.configs]
     if hasattr(autotuning, "listener"):
         assert len(heard) == 1 and heard[0]["best_config"] is told_copy.best_config
         assert heard[0]["configs_timings"] is timings and heard[0]["cache_hit"] is False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -208,3 +209,17 @@ def test_run_finds_modules_where_python_does(tmp_path):
                                text=True, cwd=tmp_path, timeout=60)):
         assert ran.returncode == 0, ran.stderr
         assert ran.stdout.split("\n")[:2] == ["beside the real file", "no in_cwd"], ran.stdout
+
+
+def test_a_program_raising_keyboardinterrupt_ends_as_under_python(tmp_path):
+    """Its traceback on stderr, and the SIGINT exit a parent process sees (-2), with no line
+    of tunegate's: the program's own KeyboardInterrupt is no tunegate error."""
+    script = tmp_path / "stop.py"
+    script.write_text('print("x", flush=True)\nraise KeyboardInterrupt\n')
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           timeout=120)
+    done = subprocess.run([sys.executable, "-m", "tunegate", "run", str(script)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (
+        -signal.SIGINT, "x\n")
+    assert done.stderr == plain.stderr, (done.stderr, plain.stderr)

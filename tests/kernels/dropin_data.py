@@ -184,3 +184,47 @@ def strided_double_kernel(x_ptr, y_ptr, N, sx, sy, BLOCK: tl.constexpr, SKIP: tl
         mask = cols < N - SKIP
         x = tl.load(x_ptr + row * sx + cols, mask=mask)
         tl.store(y_ptr + row * sy + cols, 2 * x, mask=mask)
+
+
+# A grid the caller sized for its largest block (2 programs of 128): a smaller block leaves the
+# tail of `y` unwritten. Listed first, the small block is the baseline, and the wider writer
+# agrees with it wherever it writes.
+def _double_blocks(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    for i in range(0, BLOCK, 16):
+        offs = tl.program_id(0) * BLOCK + i + tl.arange(0, 16)
+        mask = offs < n
+        tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+narrow_first_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})],
+    key=["n"])(triton.jit(_double_blocks))
+narrowest_first_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64}),
+             triton.Config({"BLOCK": 128})], key=["n"])(triton.jit(_double_blocks))
+wide_first_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})],
+    key=["n"])(triton.jit(_double_blocks))
+
+
+# The program's own code raises while tuning: a config's pre_hook, and a kernel that fails to
+# compile in every config. Under triton.autotune the program gets these exceptions as they are.
+def _raising_hook(nargs):
+    raise LookupError("the program's own hook")
+
+
+def _copy_or_fail(x_ptr, y_ptr, n, BLOCK: tl.constexpr, BROKEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    if BROKEN:
+        x = x + tl.load(x_ptr + offs[:, None])  # a 2-D load added to a 1-D block: no config compiles
+    tl.store(y_ptr + offs, x, mask=offs < n)
+
+
+hook_raising_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 16}, pre_hook=_raising_hook),
+             triton.Config({"BLOCK": 32}, pre_hook=_raising_hook)],
+    key=["n"])(triton.jit(_copy_or_fail))
+maybe_broken_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})],
+    key=["n", "BROKEN"])(triton.jit(_copy_or_fail))

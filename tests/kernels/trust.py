@@ -79,6 +79,17 @@ WRONG_BASELINE = Task(
     grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), make_inputs=make_inputs,
     outputs=("y_ptr",))  # no reference: VARIANT=0, the baseline, is the one that is wrong
 
+_PIPELINED = Space(parameters={
+    "BLOCK": Parameter(domain=Choice(choices=(64,), default=64)),
+    "VARIANT": Parameter(domain=Choice(choices=(0, 1, 2, 3), default=0)),
+    "num_stages": Parameter(domain=Choice(choices=(1, 2), default=1), features=["num_stages"])})
+WRONG_BASELINE_OUTVOTED_BY_FEATURES = WRONG_BASELINE.model_copy(update={
+    "name": "wrong_baseline_outvoted_by_features", "space": _PIPELINED,
+    "configs": tuple(_PIPELINED.complete({"VARIANT": v, "num_stages": 1 if v == 0 else 2})
+                     for v in range(4))})
+"""The three configs that outvote the baseline all pipeline (a feature it does not use): a
+miscompile they shared would look just like this, so the baseline is not replaced by one."""
+
 
 @triton.jit
 def add_into(x_ptr, y_ptr, n, BLOCK: tl.constexpr):

@@ -3,7 +3,12 @@
 The baseline is the space default with every feature off; where the policy excludes that one
 (a rule on num_stages, say), the allowed config closest to it that uses the fewest features.
 After the search, a larger group of configs that agree among themselves and disagree with it
-outvotes it, and the run stops.
+outvotes it; so does a config that agrees with it wherever it writes and writes elements it
+leaves unwritten (`wider_writers`): two right configs write the same elements, and the usual
+culprit is the one that writes fewer (a grid or mask sized for another config). An outvoted
+baseline is replaced, once, by a config of the other side that is as conservative as it (no
+feature it does not use: a shared miscompile of a feature must not win a vote), and the search
+runs again (`replacement`); where none is, the run stops.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from ..space.features import uses
 from ..space.space import Config, Space
 from .evaluator import Trial
 
-__all__ = ["allowed_baseline", "alternatives", "baseline_config", "outvoted"]
+__all__ = ["allowed_baseline", "alternatives", "baseline_config", "outvoted", "replacement",
+           "wider_writers"]
 
 
 def baseline_config(space: Space, binding: Binding | None = None) -> Config:
@@ -117,5 +123,47 @@ def outvoted(trials: list[Trial], baseline: Config, compared_with: str) -> str |
     else:
         said = f"{dissent} configs disagree among themselves and"
     return (f"the baseline config looks wrong: {said} with {compared_with}, and only "
-            f"{support} other agree with it (e.g. {members[0]}); give the task a reference "
-            "function (`reference=` of the drop-in autotune, or a Task's `reference`)")
+            f"{support} other agree with it (e.g. {members[0]})")
+
+
+def wider_writers(trials: list[Trial], baseline: Config) -> list[Trial]:
+    """The configs found to write elements the baseline leaves unwritten, while agreeing with
+    it on every element it writes (`check.written_beyond`), the most such elements first."""
+    found = [t for t in trials if t.config != baseline and t.status is Outcome.WRONG
+             and t.reason is not None and t.reason.evidence.get("beyond")]
+    return sorted(found, key=lambda t: -t.reason.evidence["beyond"])  # type: ignore[union-attr]
+
+
+def why_replaced(trials: list[Trial], baseline: Config, compared_with: str) -> str | None:
+    """Why the baseline looks wrong: it writes fewer elements than another config
+    (`wider_writers`), or it is `outvoted`; None if it stands."""
+    wider = wider_writers(trials, baseline)
+    if wider:
+        first = wider[0]
+        return (f"the baseline config looks wrong: {first.config.text()} agrees with "
+                f"{compared_with} wherever it writes, and also writes "
+                f"{first.reason.evidence['beyond']} elements of "  # type: ignore[union-attr]
+                f"{first.reason.evidence['argument']} that it leaves unwritten")  # type: ignore[union-attr]
+    return outvoted(trials, baseline, compared_with)
+
+
+def replacement(trials: list[Trial], baseline: Config, region: Region) -> Config | None:
+    """The config to compare with instead of a baseline that looks wrong (`why_replaced`): the
+    widest writer, else a member of the largest agreeing group that outvoted it; only one that
+    uses no feature the baseline does not, the fewest first; None if there is none."""
+    wider = wider_writers(trials, baseline)
+    if wider:
+        candidates = [t.config for t in wider]
+    else:
+        votes = Counter(t.vote for t in trials if t.vote is not None and t.config != baseline)
+        group, size = votes.most_common(1)[0] if votes else (None, 0)
+        if size < 2:
+            return None
+        candidates = sorted((t.config for t in trials if t.vote == group),
+                            key=lambda c: len(_features_on(region, c)))
+    own = _features_on(region, baseline)
+    return next((c for c in candidates if _features_on(region, c) <= own), None)
+
+
+def _features_on(region: Region, config: Config) -> set[str]:
+    return {f for f, value in region.verdict(config).features_used.items() if value}

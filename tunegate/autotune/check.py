@@ -35,7 +35,7 @@ import torch
 from .mismatch import ROW_SCALE_CAP, Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Mismatch", "bits_differ", "compare", "follows_poison", "poison",
-           "surely_inside", "tolerance", "working_dtype"]
+           "surely_inside", "tolerance", "working_dtype", "written_beyond"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -111,6 +111,24 @@ def follows_poison(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
     """Per element: unwritten by both launches, one poisoned with the first poison (leaving
     `first`) and one with the second (leaving `second`)."""
     return _holds_poison(first, False) & _holds_poison(second, True)
+
+
+def written_beyond(name: str, got: torch.Tensor, written: torch.Tensor) -> Mismatch | None:
+    """Evidence that a launch wrote elements of `got` outside `written` (the baseline config's
+    writes, see the runner): there it left neither poison. Two correct configs write the same
+    elements; the one that writes fewer is the usual culprit (a grid or mask sized for another
+    config leaves a tail unwritten), so this is a disagreement, not a pass."""
+    beyond = ~written & ~(_holds_poison(got, False) | _holds_poison(got, True))
+    if not bool(beyond.any()):
+        return None
+    count = int(beyond.sum())
+    flat = int(beyond.flatten().nonzero()[0])
+    index = [int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(beyond.shape))] \
+        if beyond.dim() else []
+    return Mismatch(argument=name, mismatched=count, total=beyond.numel(), unwritten=0,
+                    max_abs_error=None, max_rel_error=None, first_index=index,
+                    got=_show(got.flatten()[flat]), expected="unwritten, as the baseline leaves it",
+                    rtol=0.0, atol=0.0, dtype=_name(got.dtype), beyond=count)
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:

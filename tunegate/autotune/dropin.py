@@ -29,7 +29,7 @@ import triton
 from triton.runtime.autotuner import Autotuner as TritonAutotuner
 from triton.runtime.autotuner import Heuristics
 
-from ..kernelfile import chain, jit_function, require_main_guard
+from ..kernelfile import chain, jit_function, unguarded_line
 from ..outcome import Outcome
 from ..policy import Environment, Policy, detect_environment
 from ..policy.binding import bind
@@ -40,6 +40,7 @@ from .dropin_report import record, tell_triton
 from .inputs import CallerData
 from .outputs import stored_arguments
 from .refs import locate
+from .results import BaselinesFailed
 from .store import Store, open_store
 from .tuner import Budget, TuneError, TuneInterrupted, TuneResult, Tuner, baseline_config
 from .warm import preload, warm_up
@@ -184,10 +185,6 @@ class Autotuner(TritonAutotuner):
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         self.nargs = dict(zip(self.arg_names, args))
         try:
-            conflicts = sorted(set(kwargs) & {k for c in self.configs for k in c.kwargs})
-            if conflicts:
-                raise DropInError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make "
-                                  "sure that you don't re-define auto-tuned symbols.")
             key = self._key(kwargs)
             if key not in self.cache:
                 self.cache[key] = self._choose(args, kwargs, key)
@@ -195,8 +192,12 @@ class Autotuner(TritonAutotuner):
             self.best_config = config
             if config.pre_hook is not None:
                 config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
-            # As Triton's benchmark does: the config's launch options win over the call's.
-            return self.fn.run(*args, **{**kwargs, **config.all_kwargs()})
+            # A launch option passed at the call gives way to the config's (Triton raises a
+            # TypeError); a meta-parameter both passed and tuned is Triton's TypeError here
+            tuned = config.all_kwargs()
+            call = {k: v for k, v in kwargs.items() if k not in CALL_LAUNCH_OPTIONS or
+                    k not in tuned}
+            return self.fn.run(*args, **call, **tuned)
         finally:
             self.nargs = None
 
@@ -247,6 +248,10 @@ class Autotuner(TritonAutotuner):
 
     def _choose(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...]) -> Any:
         pruned = self.prune_configs(kwargs) if len(self.configs) > 1 else list(self.configs)
+        conflicts = sorted(set(kwargs) & {k for c in pruned for k in c.kwargs})
+        if conflicts and len(pruned) > 1:  # Triton's own error, raised where its benchmark does
+            raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure "
+                             "that you don't re-define auto-tuned symbols.")
         policy, env = self._gate()
         listed = Configs(pruned, self.features)
         traits = _called(self, listed, kwargs)
@@ -280,6 +285,8 @@ class Autotuner(TritonAutotuner):
             raise
         except TuneError as e:
             record(name, shown, len(pruned), excluded, e.result, error=str(e).split("\n")[0])
+            if isinstance(e, BaselinesFailed) and e.raised:
+                self._launch_each(args, kwargs, pruned)  # the program's own error, as Triton's
             if self.reference is None and "reference" in str(e):  # said in the drop-in's terms
                 said = str(e).split("; give the task a reference")[0]
                 raise TuneError(f"{said}. {_GIVE_A_REFERENCE.format(name=name)}", e.result) \
@@ -296,8 +303,12 @@ class Autotuner(TritonAutotuner):
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
               pruned: list[Any], listed: Configs, traits: Any) -> TuneResult:
         ref, depth, why = locate(self)
-        if ref is not None and ref.module is None:  # workers import the file: its top level
-            require_main_guard(ref.file, f"tuning {self.base_fn.__name__}")  # runs in each
+        if ref is not None and ref.module is None and not why:  # workers import the file
+            line = unguarded_line(ref.file)
+            if line is not None:
+                why = (f"{ref.file}:{line} tunes from the script's top level, which every "
+                       "worker would run again; under `if __name__ == \"__main__\":` it is "
+                       "tuned in isolated workers")
         call_kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         launch = {k: v for k, v in call_kwargs.items() if k in CALL_LAUNCH_OPTIONS}
         bound = {**self.nargs, **{k: v for k, v in call_kwargs.items() if k not in launch}}
@@ -357,6 +368,20 @@ class Autotuner(TritonAutotuner):
         assert result.best is not None
         return result
 
+    def _launch_each(self, args: tuple[Any, ...], kwargs: dict[str, Any], pruned: list[Any]
+                     ) -> None:
+        """Each config launched here as Triton's benchmark launches it, hooks and all: after
+        every baseline raised in the workers (a hook, a compile error in the program's kernel),
+        the program gets the exception it would get under triton.autotune."""
+        for config in pruned:
+            current = {**kwargs, **config.all_kwargs()}
+            full_nargs = {**self.nargs, **current}
+            if config.pre_hook is not None:
+                config.pre_hook(full_nargs)
+            self.pre_hook(full_nargs)
+            self.fn.run(*args, **current)
+            self.post_hook(full_nargs, exception=None)
+
     def _launched(self, grid: Any, bound: Args, launch: dict[str, Any], config: Any
                   ) -> tuple[tuple[int, ...], dict[str, Any]]:
         """One config's launch grid, and the keyword arguments the jit function gets (launch
@@ -370,9 +395,10 @@ class Autotuner(TritonAutotuner):
                         meta[name] = kwargs[name] = heuristic(meta)
             meta = {**self._defaults, **meta}  # the grid, as Triton's binder: with them
             return (tuple(int(g) for g in grid(meta)) if callable(grid) else tuple(grid)), kwargs
-        except Exception as e:  # the user's grid or heuristic: name the config it failed on
-            raise TuneError(f"the launch grid of {self.base_fn.__name__} failed for config "
-                            f"{config}: {type(e).__name__}: {e}") from e
+        except Exception as e:  # the program's grid or heuristic: its own error, as under
+            e.add_note(f"(tunegate: working out the launch grid of {self.base_fn.__name__} "
+                       f"for config {config})")  # triton.autotune, naming the config
+            raise
 
 
 def _traits(tuner: Autotuner) -> Any:

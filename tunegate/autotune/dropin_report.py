@@ -92,7 +92,7 @@ def tell_triton(tuner: Any, key: tuple[Any, ...], chosen: Any, listed: Any,
     read it: `configs_timings` (each listed config's time, in Triton's form: [median, 20th and
     80th percentile] ms, here the one time measured thrice; infinity for a config excluded,
     rejected or not measured; `bench_time` is read from the result), the
-    TRITON_PRINT_AUTOTUNING lines and `triton.knobs.autotuning.listener`, where this Triton
+    TRITON_PRINT_AUTOTUNING lines (a line per listed config, then the summary) and `triton.knobs.autotuning.listener`, where this Triton
     has them. `result` is None where one config was used without measuring it (as Triton:
     nothing measured, a cache hit)."""
     import triton
@@ -111,6 +111,8 @@ def tell_triton(tuner: Any, key: tuple[Any, ...], chosen: Any, listed: Any,
     printing = getattr(autotuning, "print", False) if autotuning is not None else \
         os.environ.get("TRITON_PRINT_AUTOTUNING") == "1"  # a Triton before its knobs
     if printing and not hit:
+        for config in listed.configs:  # Triton prints one as it benchmarks each
+            print(f"Autotuning kernel {tuner.base_fn.__name__} with config {config}")
         print(f"Triton autotuning for function {tuner.base_fn.__name__},\nwith key as {key},\n"
               f"finished after {tuner.bench_time:.2f}s,\nbest config selected: {chosen};",
               flush=True)

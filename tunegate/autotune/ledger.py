@@ -123,18 +123,32 @@ class Ledger:
         """The baseline this run compared with looks wrong (`why`): the configs found wrong
         against it are stored as not judged, so that no later run skips them as quarantined
         (one that did would leave the baseline unopposed, and return it)."""
+        self._not_judged(why, (Outcome.WRONG,))
+        self.note("the configs found wrong against the baseline are not quarantined: the "
+                  "next run measures them again")
+
+    def restart(self, why: str) -> None:
+        """The search starts over against another baseline, the first looking wrong (`why`):
+        every config judged against it, right or wrong, is stored as not judged, and the
+        ledger keeps only its notes and phase times."""
+        self._not_judged(why, (Outcome.WRONG, Outcome.OK))
+        self.trials.clear()
+        self._rows.clear()
+        self.refined.clear()
+        self.note(why)
+
+    def _not_judged(self, why: str, judged: tuple[Outcome, ...]) -> None:
         for i, trial in enumerate(self.trials):
-            if trial.status is not Outcome.WRONG or trial.reason is None:
+            if trial.status not in judged:
                 continue
-            reason = Reason(kind=Outcome.BASELINE_ERROR,
-                            summary=f"not judged: {trial.reason.summary}, but {why}",
-                            evidence=trial.reason.evidence)
+            said = trial.reason.summary if trial.reason is not None else \
+                "it agreed with the baseline"
+            reason = Reason(kind=Outcome.BASELINE_ERROR, summary=f"not judged: {said}, but {why}",
+                            evidence=trial.reason.evidence if trial.reason is not None else {})
             self._update(i, trial.model_copy(update={"time_ms": None}), Outcome.BASELINE_ERROR,
                          reason)
         self.provisional = False
         self._unsettled.clear()
-        self.note("the configs found wrong against the baseline are not quarantined: the "
-                  "next run measures them again")
 
     def forget(self, config: Config | None = None) -> None:
         """Drop the key's stored best (only if it is `config`, when given): it failed a check."""

@@ -36,10 +36,12 @@ class Mismatch(BaseModel):
     row_scaled: bool = False  # rtol of max(|expected|, the row's scale: see check._row_scale)
     summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
     working: str = ""  # the narrower input dtype whose tolerance applied (check.working_dtype)
+    beyond: int = 0  # elements written where the baseline config writes none (the only fault)
 
     def evidence(self) -> dict:
-        """The fields as a reason's evidence (`summed_over` only where the sums were compared)."""
-        return self.model_dump(exclude={n for n in ("summed_over", "working")
+        """The fields as a reason's evidence (`summed_over`, `working`, `beyond` only where
+        they apply)."""
+        return self.model_dump(exclude={n for n in ("summed_over", "working", "beyond")
                                          if not getattr(self, n)})
 
     def _tolerance(self) -> str:
@@ -52,6 +54,10 @@ class Mismatch(BaseModel):
         return f"{self.dtype}{source}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
 
     def summary(self) -> str:
+        if self.beyond:
+            return (f"{self.argument}: {self.beyond} of {self.total} elements written where "
+                    f"the baseline config writes none (it agrees on the others); first at "
+                    f"{tuple(self.first_index)}: got {self.got}")
         err = "" if self.max_abs_error is None else (
             f", max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
         if self.unwritten:

@@ -21,6 +21,16 @@ class TuneError(RuntimeError, TunegateError):
         self.result = None if result is None else result.model_copy(update={"error": message})
 
 
+class BaselinesFailed(TuneError):
+    """No baseline config could run here, so nothing was checked; `raised`: each raised a
+    Python exception (the program's own code: a hook, a launch grid, a compile error), none
+    crashed its worker."""
+
+    def __init__(self, message: str, raised: bool) -> None:
+        super().__init__(message)
+        self.raised = raised
+
+
 class TuneInterrupted(KeyboardInterrupt):
     """A Ctrl-C that stopped a tuning (`Tuner(on_interrupt="raise")`): what was measured is
     stored, and `result` holds it."""

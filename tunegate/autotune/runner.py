@@ -27,7 +27,8 @@ import torch
 
 from ..space.space import Config
 from . import trace
-from .check import Mismatch, bits_differ, compare, follows_poison, poison, working_dtype
+from .check import Mismatch, bits_differ, compare, follows_poison, poison, working_dtype, \
+    written_beyond
 from .copies import copy_tensors, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
@@ -292,8 +293,11 @@ class Runner:
         return working_dtype(self.inputs(0).values())
 
     def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
-        """The first compared tensor that differs from its expected state, or None."""
-        return self._first_mismatch(self._compared(args, expected), expected)
+        """The first compared tensor that differs from its expected state, else the first
+        output written where the baseline leaves it unwritten, or None."""
+        return self._first_mismatch(self._compared(args, expected), expected) or next(
+            (bad for name, written in expected.written.items() if name not in self.not_compared
+             and (bad := written_beyond(name, args[name], written)) is not None), None)
 
     def _first_mismatch(self, compared: dict[str, torch.Tensor], expected: Expected
                         ) -> Mismatch | None:

@@ -20,7 +20,8 @@ from ..policy import Environment, KernelTraits, Policy, Region, detect_environme
     detect_traits
 from ..policy.verdict import match_rule
 from ..space.space import Config
-from .baseline import allowed_baseline, alternatives, baseline_config, outvoted
+from .baseline import allowed_baseline, alternatives, baseline_config, replacement, \
+    why_replaced
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
@@ -28,7 +29,7 @@ from .hazards import race_hazards
 from . import trace
 from .ledger import Ledger
 from .pool import WorkerPool
-from .results import Budget, TuneError, TuneInterrupted, TuneResult
+from .results import BaselinesFailed, Budget, TuneError, TuneInterrupted, TuneResult
 from .reuse import PROCESS_RECHECKED, Rechecked, check_here, in_process_runner, stored_best
 from .schedule import Sizing
 from .search import Search
@@ -123,7 +124,8 @@ class Tuner:
         if baseline_note is not None:
             self.ledger.notes.append(baseline_note)
         self.baseline: Config | None = baseline
-        self._failed_baselines: list[Config] = []  # that could not run here
+        self._failed_baselines: list[Config] = []  # that could not run here, or were overruled
+        self._replaced = False  # a baseline that looked wrong was replaced (once at most)
 
     @property
     def compared_with(self) -> str:
@@ -161,14 +163,22 @@ class Tuner:
                 if stored is not None:
                     return self._reused(start, [], stored)
                 turned_down = True
+        while True:
+            try:
+                return self._run_with_pool(start, turned_down)
+            except _BaselineReplaced:  # the search runs again, against the new baseline
+                turned_down = True
+
+    def _run_with_pool(self, start: float, turned_down: bool) -> TuneResult:
+        """Start the workers, reuse the stored best if it may be (unless `turned_down`
+        already), else search."""
         with self.ledger.phase("startup"):
             pool = self._start(first_only=not turned_down)
         evaluators = [self._evaluator(pool.run)]
         try:
             self._open(pool.run.problem_key or "", pool.run.kind or "interpreter")
             if self.baseline is not None:
-                self.ledger.notes.append(f"no reference: results are compared with "
-                                         f"{self.compared_with}")
+                self.ledger.note(f"no reference: results are compared with {self.compared_with}")
             try:
                 if not turned_down:
                     stored = self._stored_best(
@@ -208,11 +218,10 @@ class Tuner:
             raise KeyboardInterrupt  # Ctrl-C before any config was measured: nothing to report
         if interrupted and stopped is None and self.on_interrupt == "raise":
             raise TuneInterrupted(self._result(start, evaluators, interrupted=True))
-        wrong = None if self.baseline is None else outvoted(self.ledger.trials, self.baseline,
-                                                            self.compared_with)
+        wrong = None if self.baseline is None else why_replaced(self.ledger.trials, self.baseline,
+                                                                self.compared_with)
         if wrong is not None:
-            self.ledger.unjudge(wrong)
-            raise TuneError(wrong, self._result(start, evaluators))
+            self._replace_baseline(wrong, start, evaluators)
         self.ledger.settle()
         try:
             if stopped is not None:  # no worker left to stress-check with
@@ -243,6 +252,24 @@ class Tuner:
                             interrupted=interrupted)
 
     # -- the parts -------------------------------------------------------------------------
+    def _replace_baseline(self, wrong: str, start: float, evaluators: list[Evaluator]) -> None:
+        """The baseline looks wrong (`wrong`): replaced once by `replacement`, and the search
+        runs again (`_BaselineReplaced`); else the run stops (TuneError)."""
+        assert self.baseline is not None
+        new = None if self._replaced else replacement(self.ledger.trials, self.baseline,
+                                                      self.region)
+        if new is None:
+            self.ledger.unjudge(wrong)
+            raise TuneError(f"{wrong}; give the task a reference function (`reference=` of the "
+                            "drop-in autotune, or a Task's `reference`)",
+                            self._result(start, evaluators))
+        self.ledger.restart(f"{wrong}: the search ran again, compared with {new.text()}, a "
+                            "config that uses no feature the first baseline does not")
+        log.info("%s: %s", self.task.name, self.ledger.notes[-1])
+        self._failed_baselines.append(self.baseline)  # never a baseline again, should the
+        self.baseline, self._replaced = new, True  # new one fail to run
+        raise _BaselineReplaced
+
     def _measurable(self) -> int:
         """How many configs the run could measure: its budget, or the fewer its list or region
         holds (a 2-config list interrupted after one is 1 of 2, not 1 of 64)."""
@@ -287,14 +314,16 @@ class Tuner:
         """The pool, started: only the first run worker when a stored best may be reused
         (its re-check needs no more), every worker at once otherwise. A baseline config that
         cannot run here (out of resources on this GPU, say) gives way to the next one."""
+        raised = True  # every baseline that failed raised (none crashed its worker)
         while True:
             try:
                 return self._start_with(first_only)
             except BaselineFailed as e:
+                raised &= e.raised
                 nxt = self._next_baseline()
                 if nxt is None:
-                    raise TuneError(f"cannot check {self.task.name}, so nothing was tuned: "
-                                    f"{e}") from None
+                    raise BaselinesFailed(f"cannot check {self.task.name}, so nothing was "
+                                          f"tuned: {e}", raised) from None
                 self.ledger.notes.append(
                     f"the baseline config could not run here: {str(e).splitlines()[0][:300]}; "
                     f"results are compared with {nxt.text()} instead")
@@ -382,6 +411,10 @@ class Tuner:
             startup_seconds=phases["startup"], compile_seconds=phases["compile"],
             timing_seconds=phases["timing"],
             **{"best": None, "best_time_ms": None, "trials": self.ledger.trials, **fields})
+
+
+class _BaselineReplaced(Exception):
+    """The search starts over against a new baseline (`Tuner._replace_baseline`)."""
 
 
 def _check_options(*, draws: int, timeout: float | None, compile_workers: int | None,

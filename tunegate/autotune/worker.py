@@ -44,7 +44,12 @@ class WorkerSetupError(RuntimeError, TunegateError):
 
 
 class BaselineFailed(WorkerSetupError):
-    """The reference or the baseline failed on the first draw: nothing can be checked."""
+    """The reference or the baseline failed on the first draw: nothing can be checked.
+    `raised`: it raised a Python exception (else its worker died)."""
+
+    def __init__(self, message: str, raised: bool = True) -> None:
+        super().__init__(message)
+        self.raised = raised
 
 
 def file_stamp(file: str) -> tuple[int, int] | None:
@@ -286,7 +291,8 @@ class Worker:
                 self.stop()
                 if loaded:  # another process would crash there too: the next baseline's turn
                     raise BaselineFailed(f"the worker died ({died}) running the "
-                                         f"{self._checked_with()} on draw 0\n{tail}") from None
+                                         f"{self._checked_with()} on draw 0\n{tail}",
+                                         raised=False) from None
                 raise WorkerSetupError(f"the worker died ({died}) while loading the task\n"
                                        + tail) from None
             if not isinstance(msg, Loaded):

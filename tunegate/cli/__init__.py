@@ -11,6 +11,9 @@ interrupted; 141 stdout closed early (`| head`), quietly.
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
+import signal
 import sys
 from typing import Sequence
 
@@ -18,7 +21,7 @@ from . import _args, _json, policy, run, space, store, tune
 from ._exit import EXIT_DETECTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PIPE, EXIT_USAGE, exit_code
 
 __all__ = ["EXIT_DETECTED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE",
-           "build_parser", "main"]
+           "build_parser", "console", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +30,21 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in (policy, space, tune, store, run):
         verb.add_parsers(verbs)
     return parser
+
+
+def console() -> int:
+    """The `tunegate` command: `main`, except that where `tunegate run`'s program was stopped
+    by a KeyboardInterrupt (its traceback printed), the command ends as python ends such a
+    program: by SIGINT, once its exit handlers ran (what a parent process sees)."""
+    code = main()
+    if code == -signal.SIGINT:  # python's own way (a KeyboardInterrupt left to the top
+        atexit._run_exitfuncs()  # level) gave exit status 1 while the spares still started
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        return EXIT_INTERRUPTED  # where the signal did not end the process
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
