@@ -86,3 +86,26 @@ def test_a_16_bit_output_well_inside_its_tolerance_is_passed_in_its_own_dtype():
     assert not surely_inside(want + 0.5, want, 1e-2, 1e-2)
     assert compare("out", want + 0.5, want) is not None  # the float32 comparison decides
     assert not surely_inside(want.float(), want.float(), 1e-2, 1e-2)  # float32: not its case
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+@given(written=st.lists(st.booleans(), min_size=1, max_size=24),
+       wrote=st.lists(st.booleans(), min_size=24, max_size=24),
+       second=st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_written_beyond_counts_exactly_the_elements_a_launch_wrote_outside_the_mask(
+        dtype, written, wrote, second):
+    """Outside the baseline's writes, an element holding neither poison was written."""
+    from tunegate.autotune.check import written_beyond
+
+    mask = torch.tensor(written)
+    got = torch.empty(len(written), dtype=dtype)
+    poison(got, second)  # the launch was poisoned with either poison
+    did = torch.tensor(wrote[:len(written)])
+    got[did] = 7
+    bad = written_beyond("y", got, mask)
+    beyond = int((did & ~mask).sum())
+    assert (bad is None) == (beyond == 0)
+    if bad is not None:
+        assert bad.beyond == bad.mismatched == beyond and bad.unwritten == 0
+        assert "written where the baseline config writes none" in bad.summary()
