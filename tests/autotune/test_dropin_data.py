@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import torch
+import triton
 
 from tunegate.autotune.check import compare
 from tunegate.kernelfile import jit_function
@@ -258,21 +259,48 @@ def test_views_keep_the_caller_s_strides_gaps_and_aliasing_in_every_copy(layout)
     assert statuses == {(16, 0): "ok", (32, 1): "wrong", (32, 0): "ok"}, statuses
 
 
-@pytest.mark.parametrize("kernel", ["narrow_first_kernel", "narrowest_first_kernel",
-                                    "wide_first_kernel"])
-def test_a_block_that_leaves_the_tail_unwritten_is_rejected_in_any_order(kernel):
-    """The grid covers the output only with the largest block. Listed first, a smaller block
-    is the baseline: the wider writer agrees with it wherever it writes and writes more, so
-    the baseline is replaced by it and the search runs again."""
-    tuned = getattr(mod, kernel)
-    x, y = torch.arange(256.0), torch.zeros(256)
-    tuned[(2,)](x, y, 256)
-    assert torch.equal(y, 2 * x)
-    statuses = {t.config["BLOCK"]: t.status for t in tuned.last_result.trials}
-    assert statuses[128] == "ok" and statuses[32] == "wrong", statuses
-    assert statuses.get(64, "wrong") == "wrong"
-    wrong = next(t for t in tuned.last_result.trials if t.config["BLOCK"] == 32)
-    assert "unwritten" in wrong.reason.summary, wrong.reason.summary
+def _by_block(tuned):
+    return {tuple(t.config.values.get(k) for k in ("BLOCK", "UNMASKED", "num_warps")): t.status
+            for t in tuned.last_result.trials}
+
+
+def test_a_block_that_leaves_the_tail_unwritten_is_never_returned():
+    """The grid covers the output only with the largest block. Listed first, a smaller block is
+    the baseline, and wider writers agree with it wherever it writes: outnumbered by them, it
+    is replaced by the widest and the search runs again; listed after a wider one, it is
+    rejected; one block against one is not decided, and the run stops (no wrong answer)."""
+    from tunegate.autotune import TuneError
+
+    x = torch.arange(256.0)
+    for name in ("narrowest_first_kernel", "wide_first_kernel"):
+        y = torch.zeros(256)
+        getattr(mod, name)[(2,)](x, y, 256)
+        assert torch.equal(y, 2 * x), name
+    statuses = _by_block(mod.narrowest_first_kernel)
+    assert statuses == {(128, None, 4): "ok", (64, None, 4): "wrong", (32, None, 4): "wrong",
+                        (32, None, 2): "wrong"}, statuses
+    assert any("the search ran again, compared with BLOCK=128" in n
+               for n in mod.narrowest_first_kernel.last_result.notes)
+    with pytest.raises(TuneError, match="1 config value.*against 1 that write what it writes"):
+        mod.narrow_first_kernel[(2,)](x, torch.zeros(256), 256)
+
+
+def test_blocks_writing_different_shares_of_a_padded_output_leave_the_caller_right():
+    """Every block is right on the n elements the caller reads; the narrowest, outnumbered,
+    gives way to a wider one (a right config lost, never a wrong one returned)."""
+    x, y = torch.randn(256), torch.empty(256)
+    mod.padded_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]),)](x, y, 200)
+    assert torch.equal(y[:200], 2 * x[:200])
+    statuses = _by_block(mod.padded_kernel)
+    assert statuses[(64, None, 4)] == statuses[(128, None, 4)] == "ok", statuses
+
+
+def test_a_config_storing_past_the_end_is_rejected_when_the_others_outnumber_it():
+    x, y = torch.randn(256), torch.full((256,), -1.0)
+    mod.spilling_kernel[lambda meta: (triton.cdiv(200, meta["BLOCK"]),)](x, y, 200)
+    assert torch.equal(y[:200], 2 * x[:200]) and bool((y[200:] == -1).all())
+    statuses = _by_block(mod.spilling_kernel)
+    assert statuses.pop((64, 1, 4)) == "wrong" and set(statuses.values()) == {"ok"}, statuses
 
 
 def test_the_program_s_own_errors_while_tuning_reach_it_as_they_are():

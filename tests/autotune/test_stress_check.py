@@ -118,23 +118,9 @@ def test_without_a_reference_results_say_so(tmp_path):
         "truth" in explain.stdout, explain.stderr
 
 
-def test_a_baseline_outvoted_by_agreeing_configs_is_replaced_by_one_of_them(tmp_path):
-    result = tuner("WRONG_BASELINE", tmp_path).run()
-    by_variant = {t.config["VARIANT"]: t.status for t in result.trials}
-    assert by_variant == {0: "wrong", 1: "ok", 2: "ok", 3: "ok"}
-    assert result.best["VARIANT"] != 0 and "VARIANT=1" in result.compared_with
-    assert any(n.startswith("the baseline config looks wrong: 3 configs agree") and
-               "the search ran again, compared with BLOCK=64, VARIANT=1" in n
-               for n in result.notes), result.notes
-    store = Store(tmp_path / "s.sqlite")  # the first search's verdicts: not judged
-    first = [r.summary for _, _, _, r in store.outcomes(("baseline_error",))]
-    assert len(first) == 4 and all(s.startswith("not judged: ") for s in first), first
-    assert [c["VARIANT"] for _, c, _, _ in store.outcomes(("wrong",))] == [0]
-
-
-def test_a_baseline_outvoted_by_configs_using_a_feature_it_does_not_stops_the_run(tmp_path):
+def test_a_baseline_outvoted_by_agreeing_configs_stops_the_run(tmp_path):
     with pytest.raises(TuneError, match="baseline config looks wrong: 3 configs agree") as e:
-        tuner("WRONG_BASELINE_OUTVOTED_BY_FEATURES", tmp_path).run()
+        tuner("WRONG_BASELINE", tmp_path).run()
     assert e.value.result is not None and e.value.result.best is None
     assert e.value.result.error.startswith("the baseline config looks wrong")
 
@@ -144,15 +130,14 @@ def test_configs_found_wrong_against_an_outvoted_baseline_are_not_quarantined(tm
     would leave the wrong baseline unopposed, and it would be returned."""
     for _ in range(2):
         with pytest.raises(TuneError, match="baseline config looks wrong: 3 configs agree"):
-            tuner("WRONG_BASELINE_OUTVOTED_BY_FEATURES", tmp_path).run()
+            tuner("WRONG_BASELINE", tmp_path).run()
     store = Store(tmp_path / "s.sqlite")
     assert store.outcomes(("wrong",)) == []
     unjudged = store.outcomes(("baseline_error",))
     assert len(unjudged) == 6 and all(r.summary.startswith("not judged: wrong output")
                                       for _, _, _, r in unjudged)
-    explain = run_cli("policy", "explain", "BLOCK=64, VARIANT=1, num_stages=2", "--kernel",
-                      f"{KERNELS / 'trust.py'}:WRONG_BASELINE_OUTVOTED_BY_FEATURES",
-                      "--store", str(tmp_path / "s.sqlite"))
+    explain = run_cli("policy", "explain", "BLOCK=64, VARIANT=1", "--kernel",
+                      f"{KERNELS / 'trust.py'}:WRONG_BASELINE", "--store", str(tmp_path / "s.sqlite"))
     assert "REJECTED" not in explain.stdout and "not judged: " in explain.stdout, explain.stdout
 
 
@@ -186,8 +171,8 @@ def test_a_run_killed_before_its_vote_on_the_baseline_quarantines_nothing(tmp_pa
     assert store.outcomes(("wrong",)) == []
     assert [r.summary.startswith("not judged yet: wrong output")
             for _, _, _, r in store.outcomes(("baseline_error",))] == [True]
-    result = tuner("WRONG_BASELINE", tmp_path).run()  # every config measured again: the
-    assert result.best["VARIANT"] != 0  # baseline outvoted, and replaced
+    with pytest.raises(TuneError, match="baseline config looks wrong: 3 configs agree"):
+        tuner("WRONG_BASELINE", tmp_path).run()  # every config measured again: outvoted
 
 
 def test_configs_found_wrong_against_a_baseline_the_vote_kept_are_quarantined(tmp_path):
@@ -368,3 +353,33 @@ def test_split_k_atomics_into_an_unzeroed_output_fail_on_the_draws_a_right_confi
     assert made == first and not report.passed and report.wrong == 4, report.summary()
     zeroed, _ = _counting_runner(trust.SPLIT_K_ZEROED)
     assert zeroed.stress(_config({**tile, "SPLIT_K": 2}), four).passed
+
+
+def test_a_baseline_outnumbered_by_wider_writers_is_replaced_by_the_widest(tmp_path):
+    result = tuner("NARROW_BASELINE", tmp_path).run()
+    assert {t.config["BLOCK"]: t.status for t in result.trials} == {
+        32: "wrong", 64: "wrong", 128: "ok"}
+    assert result.best["BLOCK"] == 128 and "BLOCK=128" in result.compared_with
+    assert any("the search ran again, compared with BLOCK=128" in n for n in result.notes)
+    first = Store(tmp_path / "s.sqlite").outcomes(("baseline_error",))
+    assert len(first) == 3 and all(r.summary.startswith("not judged: ") for *_, r in first)
+
+
+def test_an_interrupted_search_does_not_run_again_against_another_baseline(tmp_path,
+                                                                          monkeypatch):
+    """A Ctrl-C (or SIGTERM to `tune`) after the search is an end, not a restart: the
+    disputed baseline stops the run."""
+    from tunegate.autotune import search
+
+    rounds = []
+    measured = search.Search.run
+
+    def interrupted(self):
+        measured(self)
+        rounds.append(1)
+        return True  # as if the Ctrl-C came as the search ended
+
+    monkeypatch.setattr(search.Search, "run", interrupted)
+    with pytest.raises(TuneError, match="baseline config looks wrong: 2 config value"):
+        tuner("NARROW_BASELINE", tmp_path).run()
+    assert rounds == [1]

@@ -187,8 +187,8 @@ def strided_double_kernel(x_ptr, y_ptr, N, sx, sy, BLOCK: tl.constexpr, SKIP: tl
 
 
 # A grid the caller sized for its largest block (2 programs of 128): a smaller block leaves the
-# tail of `y` unwritten. Listed first, the small block is the baseline, and the wider writer
-# agrees with it wherever it writes.
+# tail of `y` unwritten. Listed first, the small block is the baseline, and the wider writers
+# agree with it wherever it writes.
 def _double_blocks(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     for i in range(0, BLOCK, 16):
         offs = tl.program_id(0) * BLOCK + i + tl.arange(0, 16)
@@ -196,15 +196,45 @@ def _double_blocks(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
         tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=mask), mask=mask)
 
 
-narrow_first_kernel = triton.autotune(
+narrow_first_kernel = triton.autotune(  # one block against one: which is right is not known
     configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})],
     key=["n"])(triton.jit(_double_blocks))
-narrowest_first_kernel = triton.autotune(
-    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64}),
-             triton.Config({"BLOCK": 128})], key=["n"])(triton.jit(_double_blocks))
+narrowest_first_kernel = triton.autotune(  # two wider blocks against one
+    configs=[triton.Config({"BLOCK": 32}, num_warps=2), triton.Config({"BLOCK": 32}),
+             triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+    key=["n"])(triton.jit(_double_blocks))
 wide_first_kernel = triton.autotune(
     configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})],
     key=["n"])(triton.jit(_double_blocks))
+
+
+# Blocks of a padded output: `y` holds more than the `n` elements the caller reads, and each
+# program stores its whole block, so each block size writes a different share of the padding.
+def _double_padded(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n, other=0.0))
+
+
+padded_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": b}) for b in (32, 64, 128)],
+    key=["n"])(triton.jit(_double_padded))
+
+
+# Stores masked to `n`, but UNMASKED=1 is a wrong config: it stores whole blocks, past `n`,
+# over what the caller keeps there. Outnumbered by the blocks that write exactly `n`.
+def _double_or_spill(x_ptr, y_ptr, n, BLOCK: tl.constexpr, UNMASKED: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    value = 2 * tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    if UNMASKED:
+        tl.store(y_ptr + offs, value)
+    else:
+        tl.store(y_ptr + offs, value, mask=offs < n)
+
+
+spilling_kernel = triton.autotune(
+    configs=[*(triton.Config({"BLOCK": b, "UNMASKED": 0}) for b in (16, 32, 64)),
+             triton.Config({"BLOCK": 64, "UNMASKED": 1})],
+    key=["n"])(triton.jit(_double_or_spill))
 
 
 # The program's own code raises while tuning: a config's pre_hook, and a kernel that fails to

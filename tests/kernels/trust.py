@@ -79,17 +79,6 @@ WRONG_BASELINE = Task(
     grid=lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),), make_inputs=make_inputs,
     outputs=("y_ptr",))  # no reference: VARIANT=0, the baseline, is the one that is wrong
 
-_PIPELINED = Space(parameters={
-    "BLOCK": Parameter(domain=Choice(choices=(64,), default=64)),
-    "VARIANT": Parameter(domain=Choice(choices=(0, 1, 2, 3), default=0)),
-    "num_stages": Parameter(domain=Choice(choices=(1, 2), default=1), features=["num_stages"])})
-WRONG_BASELINE_OUTVOTED_BY_FEATURES = WRONG_BASELINE.model_copy(update={
-    "name": "wrong_baseline_outvoted_by_features", "space": _PIPELINED,
-    "configs": tuple(_PIPELINED.complete({"VARIANT": v, "num_stages": 1 if v == 0 else 2})
-                     for v in range(4))})
-"""The three configs that outvote the baseline all pipeline (a feature it does not use): a
-miscompile they shared would look just like this, so the baseline is not replaced by one."""
-
 
 @triton.jit
 def add_into(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -151,3 +140,19 @@ TOUCHING_INPUT = Task(
     space=Space(parameters={"MODE": Parameter(domain=Choice(choices=(0, 1, 2), default=0))}),
     grid=(1,), launch=launch_touching_input, make_inputs=make_inputs, outputs=("y_ptr",),
     reference=_double_and_increment)
+
+
+@triton.jit
+def double_blocks(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    for i in range(0, BLOCK, 16):
+        offs = tl.program_id(0) * BLOCK + i + tl.arange(0, 16)
+        mask = offs < n
+        tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+NARROW_BASELINE = Task(
+    name="narrow_baseline", kernel=double_blocks,
+    space=Space(parameters={"BLOCK": Parameter(domain=Choice(choices=(32, 64, 128), default=32))}),
+    grid=(2,), make_inputs=make_inputs, outputs=("y_ptr",))
+"""Two programs whatever the block: only BLOCK=128 writes all of `y`; the baseline, BLOCK=32,
+writes its first quarter, and the wider blocks agree with it there."""

@@ -1,14 +1,15 @@
-"""Without a reference: the baseline config whose output is expected, and the vote on it.
+"""Without a reference: the baseline config whose output is expected, and the votes on it.
 
 The baseline is the space default with every feature off; where the policy excludes that one
 (a rule on num_stages, say), the allowed config closest to it that uses the fewest features.
 After the search, a larger group of configs that agree among themselves and disagree with it
-outvotes it; so does a config that agrees with it wherever it writes and writes elements it
-leaves unwritten (`wider_writers`): two right configs write the same elements, and the usual
-culprit is the one that writes fewer (a grid or mask sized for another config). An outvoted
-baseline is replaced, once, by a config of the other side that is as conservative as it (no
-feature it does not use: a shared miscompile of a feature must not win a vote), and the search
-runs again (`replacement`); where none is, the run stops.
+outvotes it, and the run stops. Configs that agree with it wherever it writes and write
+elements it leaves unwritten dispute what it writes (`coverage_vote`): two right configs write
+the same elements, but a grid or mask sized for another config leaves a tail unwritten (the
+baseline wrong), and a buggy unmasked store writes past the end (the wider writer wrong). The
+side with more distinct meta-parameter values wins; a wider side replaces the baseline, once,
+by its widest writer (one that uses no feature the baseline does not) and the search runs
+again; even sides stop the run.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from ..policy.predicate import MISSING
 from ..policy.region import Region
 from ..policy.verdict import Verdict
 from ..space.features import uses
-from ..space.space import Config, Space
+from ..space.space import LAUNCH_DEFAULTS, Config, Space
 from .evaluator import Trial
 
-__all__ = ["allowed_baseline", "alternatives", "baseline_config", "outvoted", "replacement",
+__all__ = ["allowed_baseline", "alternatives", "baseline_config", "coverage_vote", "outvoted",
            "wider_writers"]
 
 
@@ -134,35 +135,40 @@ def wider_writers(trials: list[Trial], baseline: Config) -> list[Trial]:
     return sorted(found, key=lambda t: -t.reason.evidence["beyond"])  # type: ignore[union-attr]
 
 
-def why_replaced(trials: list[Trial], baseline: Config, compared_with: str) -> str | None:
-    """Why the baseline looks wrong: it writes fewer elements than another config
-    (`wider_writers`), or it is `outvoted`; None if it stands."""
+def coverage_vote(trials: list[Trial], baseline: Config, compared_with: str, region: Region
+                  ) -> tuple[str, Config | None] | None:
+    """Where configs write elements the baseline leaves unwritten (`wider_writers`) and the
+    baseline's side does not outnumber them: why its writes are in doubt, and the widest
+    writer to compare with instead (one that uses no feature the baseline does not), or None
+    where the sides are even or no such config exists (the run stops). None where no config
+    writes wider, or the baseline's side (itself and the configs that agree with it) is the
+    larger: the wider writers stay rejected.
+    The sides are counted in distinct meta-parameter values, launch options aside: the
+    num_warps variants of one block write the same elements, and vote once."""
     wider = wider_writers(trials, baseline)
-    if wider:
-        first = wider[0]
-        return (f"the baseline config looks wrong: {first.config.text()} agrees with "
-                f"{compared_with} wherever it writes, and also writes "
-                f"{first.reason.evidence['beyond']} elements of "  # type: ignore[union-attr]
-                f"{first.reason.evidence['argument']} that it leaves unwritten")  # type: ignore[union-attr]
-    return outvoted(trials, baseline, compared_with)
-
-
-def replacement(trials: list[Trial], baseline: Config, region: Region) -> Config | None:
-    """The config to compare with instead of a baseline that looks wrong (`why_replaced`): the
-    widest writer, else a member of the largest agreeing group that outvoted it; only one that
-    uses no feature the baseline does not, the fewest first; None if there is none."""
-    wider = wider_writers(trials, baseline)
-    if wider:
-        candidates = [t.config for t in wider]
-    else:
-        votes = Counter(t.vote for t in trials if t.vote is not None and t.config != baseline)
-        group, size = votes.most_common(1)[0] if votes else (None, 0)
-        if size < 2:
-            return None
-        candidates = sorted((t.config for t in trials if t.vote == group),
-                            key=lambda c: len(_features_on(region, c)))
+    if not wider:
+        return None
+    ours = {_written_by(baseline), *(_written_by(t.config) for t in trials
+                                     if t.status is Outcome.OK and t.config != baseline)}
+    theirs = {_written_by(t.config) for t in wider} - ours
+    if len(theirs) < len(ours):
+        return None
+    first = wider[0]
+    evidence = first.reason.evidence  # type: ignore[union-attr]
+    why = (f"the baseline config looks wrong: {len(theirs)} config value(s) (e.g. "
+           f"{first.config.text()}) agree with {compared_with} wherever it writes and also "
+           f"write elements of {evidence['argument']} it leaves unwritten ({evidence['beyond']}"
+           f" of {evidence['total']}), against {len(ours)} that write what it writes")
+    if len(theirs) == len(ours):
+        return why, None
     own = _features_on(region, baseline)
-    return next((c for c in candidates if _features_on(region, c) <= own), None)
+    return why, next((t.config for t in wider if _features_on(region, t.config) <= own), None)
+
+
+def _written_by(config: Config) -> tuple[tuple[str, str], ...]:
+    """What decides the elements a config writes: its values other than launch options."""
+    return tuple(sorted((k, repr(v)) for k, v in config.values.items()
+                        if k not in LAUNCH_DEFAULTS))
 
 
 def _features_on(region: Region, config: Config) -> set[str]:

@@ -285,8 +285,8 @@ class Autotuner(TritonAutotuner):
             raise
         except TuneError as e:
             record(name, shown, len(pruned), excluded, e.result, error=str(e).split("\n")[0])
-            if isinstance(e, BaselinesFailed) and e.raised:
-                self._launch_each(args, kwargs, pruned)  # the program's own error, as Triton's
+            if isinstance(e, BaselinesFailed) and e.raised and self.reference is None:
+                self._launch_each(args, kwargs, allowed)  # the program's own error, as Triton's
             if self.reference is None and "reference" in str(e):  # said in the drop-in's terms
                 said = str(e).split("; give the task a reference")[0]
                 raise TuneError(f"{said}. {_GIVE_A_REFERENCE.format(name=name)}", e.result) \
@@ -368,18 +368,27 @@ class Autotuner(TritonAutotuner):
         assert result.best is not None
         return result
 
-    def _launch_each(self, args: tuple[Any, ...], kwargs: dict[str, Any], pruned: list[Any]
+    def _launch_each(self, args: tuple[Any, ...], kwargs: dict[str, Any], allowed: list[Any]
                      ) -> None:
-        """Each config launched here as Triton's benchmark launches it, hooks and all: after
-        every baseline raised in the workers (a hook, a compile error in the program's kernel),
-        the program gets the exception it would get under triton.autotune."""
-        for config in pruned:
+        """Each config the policy allows launched here as Triton's benchmark launches it,
+        hooks and all: after every baseline raised in the workers (a hook, a compile error in
+        the program's kernel), the program gets the exception it would get under
+        triton.autotune; one Triton's benchmark passes over (out of resources) is passed."""
+        from triton.compiler.errors import CompileTimeAssertionFailure
+        from triton.runtime import errors
+
+        passed_over = tuple(e for e in (errors.OutOfResources, CompileTimeAssertionFailure,
+                                        getattr(errors, "PTXASError", None)) if e is not None)
+        for config in allowed:
             current = {**kwargs, **config.all_kwargs()}
             full_nargs = {**self.nargs, **current}
             if config.pre_hook is not None:
                 config.pre_hook(full_nargs)
             self.pre_hook(full_nargs)
-            self.fn.run(*args, **current)
+            try:
+                self.fn.run(*args, **current)
+            except passed_over:
+                continue
             self.post_hook(full_nargs, exception=None)
 
     def _launched(self, grid: Any, bound: Args, launch: dict[str, Any], config: Any

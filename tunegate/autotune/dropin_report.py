@@ -92,9 +92,9 @@ def tell_triton(tuner: Any, key: tuple[Any, ...], chosen: Any, listed: Any,
     read it: `configs_timings` (each listed config's time, in Triton's form: [median, 20th and
     80th percentile] ms, here the one time measured thrice; infinity for a config excluded,
     rejected or not measured; `bench_time` is read from the result), the
-    TRITON_PRINT_AUTOTUNING lines (a line per listed config, then the summary) and `triton.knobs.autotuning.listener`, where this Triton
-    has them. `result` is None where one config was used without measuring it (as Triton:
-    nothing measured, a cache hit)."""
+    TRITON_PRINT_AUTOTUNING lines (a line per listed config, then the summary) and
+    `triton.knobs.autotuning.listener`, where this Triton has them. `result` is None where
+    one config was used without measuring it (as Triton: nothing measured, a cache hit)."""
     import triton
 
     from ..kernelfile import jit_function

@@ -310,8 +310,9 @@ class Runner:
     def _vote_of(self, bad: Mismatch, args: Args) -> str | None:
         """The vote of a wrong output, unless it left elements unwritten that the baseline
         wrote: such an output is wrong whatever the baseline is, and two configs that skip the
-        same tail agree on nothing that speaks against it."""
-        return None if bad.unwritten else self.vote(args)
+        same tail agree on nothing that speaks against it; nor one that only wrote wider than
+        the baseline (its dispute is over what is written: `baseline.coverage_vote`)."""
+        return None if bad.unwritten or bad.beyond else self.vote(args)
 
     def vote(self, args: Args) -> str | None:
         """Without a reference: which group of agreeing wrong outputs (on draw 0) this one

@@ -20,8 +20,7 @@ from ..policy import Environment, KernelTraits, Policy, Region, detect_environme
     detect_traits
 from ..policy.verdict import match_rule
 from ..space.space import Config
-from .baseline import allowed_baseline, alternatives, baseline_config, replacement, \
-    why_replaced
+from .baseline import allowed_baseline, alternatives, baseline_config, coverage_vote, outvoted
 from .evaluator import CheckFailed, Evaluator, Trial
 from .facts import with_problem_facts
 from .fingerprint import codegen_environment, digest
@@ -125,7 +124,7 @@ class Tuner:
             self.ledger.notes.append(baseline_note)
         self.baseline: Config | None = baseline
         self._failed_baselines: list[Config] = []  # that could not run here, or were overruled
-        self._replaced = False  # a baseline that looked wrong was replaced (once at most)
+        self._replaced = False  # a baseline out-written was replaced (once at most)
 
     @property
     def compared_with(self) -> str:
@@ -155,6 +154,9 @@ class Tuner:
             raise TuneError(no_winner(self.ledger, self.task, self.region, self.budget,
                                       self._removals()))
         turned_down = False  # the stored best was re-checked here and may not be reused
+        # Against a baseline, a config found wrong (a stored best's re-check too) is stored as
+        # not judged until the vote on the baseline (`Ledger.settle`, `unjudge`)
+        self.ledger.provisional = self.baseline is not None
         if self._early_pool is None and self.reusable:
             runner = self._runner_here()
             if runner is not None:
@@ -163,15 +165,17 @@ class Tuner:
                 if stored is not None:
                     return self._reused(start, [], stored)
                 turned_down = True
+        search_start = start
         while True:
             try:
-                return self._run_with_pool(start, turned_down)
-            except _BaselineReplaced:  # the search runs again, against the new baseline
-                turned_down = True
+                return self._run_with_pool(start, turned_down, search_start)
+            except _BaselineReplaced:  # the search runs again, against the new baseline, with
+                turned_down, search_start = True, time.perf_counter()  # a budget of its own
 
-    def _run_with_pool(self, start: float, turned_down: bool) -> TuneResult:
+    def _run_with_pool(self, start: float, turned_down: bool, search_start: float
+                       ) -> TuneResult:
         """Start the workers, reuse the stored best if it may be (unless `turned_down`
-        already), else search."""
+        already), else search (its seconds' budget counted from `search_start`)."""
         with self.ledger.phase("startup"):
             pool = self._start(first_only=not turned_down)
         evaluators = [self._evaluator(pool.run)]
@@ -185,14 +189,14 @@ class Tuner:
                         lambda c, draw: evaluators[0].quick(c, 1, first=draw))
                     if stored is not None:
                         return self._reused(start, evaluators, stored)
-                return self._search(pool, evaluators, start)
+                return self._search(pool, evaluators, start, search_start)
             except CheckFailed as e:
                 raise TuneError(str(e), self._result(start, evaluators)) from None
         finally:
             pool.close()
 
-    def _search(self, pool: WorkerPool, evaluators: list[Evaluator], start: float
-                ) -> TuneResult:
+    def _search(self, pool: WorkerPool, evaluators: list[Evaluator], start: float,
+                search_start: float) -> TuneResult:
         """Search with every worker, vote on the baseline, pick, store and return the winner."""
         with self.ledger.phase("startup"):
             try:
@@ -203,7 +207,8 @@ class Tuner:
         self.ledger.provisional = self.baseline is not None  # until the vote below
         search = Search(self.task, self.region, self.ledger, pool, evaluators,
                         strategy=self.strategy_name, budget=self.budget, seed=self.seed,
-                        timeout=self.sizing.timeout, staged=self.staged_timing, start=start)
+                        timeout=self.sizing.timeout, staged=self.staged_timing,
+                        start=search_start)
         stopped: WorkerSetupError | None = None
         why_stopped: str | None = None  # why the run ended before its end, if it did
         try:
@@ -218,10 +223,8 @@ class Tuner:
             raise KeyboardInterrupt  # Ctrl-C before any config was measured: nothing to report
         if interrupted and stopped is None and self.on_interrupt == "raise":
             raise TuneInterrupted(self._result(start, evaluators, interrupted=True))
-        wrong = None if self.baseline is None else why_replaced(self.ledger.trials, self.baseline,
-                                                                self.compared_with)
-        if wrong is not None:
-            self._replace_baseline(wrong, start, evaluators)
+        if self.baseline is not None:
+            self._vote_on_the_baseline(start, evaluators, interrupted)
         self.ledger.settle()
         try:
             if stopped is not None:  # no worker left to stress-check with
@@ -252,23 +255,29 @@ class Tuner:
                             interrupted=interrupted)
 
     # -- the parts -------------------------------------------------------------------------
-    def _replace_baseline(self, wrong: str, start: float, evaluators: list[Evaluator]) -> None:
-        """The baseline looks wrong (`wrong`): replaced once by `replacement`, and the search
-        runs again (`_BaselineReplaced`); else the run stops (TuneError)."""
+    def _vote_on_the_baseline(self, start: float, evaluators: list[Evaluator],
+                              interrupted: bool) -> None:
+        """The votes on the baseline (`coverage_vote`, `outvoted`): where it loses, the search
+        runs again against the widest writer (`_BaselineReplaced`: once, and not after an
+        interruption), or the run stops (TuneError)."""
         assert self.baseline is not None
-        new = None if self._replaced else replacement(self.ledger.trials, self.baseline,
-                                                      self.region)
-        if new is None:
+        disputed = coverage_vote(self.ledger.trials, self.baseline, self.compared_with,
+                                 self.region)
+        if disputed is not None:
+            why, new = disputed
+            if new is not None and not self._replaced and not interrupted:
+                self.ledger.restart(f"{why}: the search ran again, compared with {new.text()}")
+                log.info("%s: %s", self.task.name, self.ledger.notes[-1])
+                self._failed_baselines.append(self.baseline)  # never a baseline again
+                self.baseline, self._replaced = new, True
+                raise _BaselineReplaced
+        wrong = disputed[0] if disputed is not None else outvoted(
+            self.ledger.trials, self.baseline, self.compared_with)
+        if wrong is not None:
             self.ledger.unjudge(wrong)
             raise TuneError(f"{wrong}; give the task a reference function (`reference=` of the "
                             "drop-in autotune, or a Task's `reference`)",
                             self._result(start, evaluators))
-        self.ledger.restart(f"{wrong}: the search ran again, compared with {new.text()}, a "
-                            "config that uses no feature the first baseline does not")
-        log.info("%s: %s", self.task.name, self.ledger.notes[-1])
-        self._failed_baselines.append(self.baseline)  # never a baseline again, should the
-        self.baseline, self._replaced = new, True  # new one fail to run
-        raise _BaselineReplaced
 
     def _measurable(self) -> int:
         """How many configs the run could measure: its budget, or the fewer its list or region
@@ -306,7 +315,7 @@ class Tuner:
 
     def _make_pool(self, baseline: Config | None) -> WorkerPool:
         if self.sizing.note:
-            self.ledger.notes.append(self.sizing.note)
+            self.ledger.note(self.sizing.note)
         return self.sizing.pool(self.ref, seed=self.seed, baseline=baseline,
                                 deterministic=self.deterministic)
 

@@ -15,6 +15,7 @@ import atexit
 import os
 import signal
 import sys
+import threading
 from typing import Sequence
 
 from . import _args, _json, policy, run, space, store, tune
@@ -37,17 +38,25 @@ def console() -> int:
     by a KeyboardInterrupt (its traceback printed), the command ends as python ends such a
     program: by SIGINT, once its exit handlers ran (what a parent process sees)."""
     code = main()
-    if code == -signal.SIGINT:  # python's own way (a KeyboardInterrupt left to the top
-        atexit._run_exitfuncs()  # level) gave exit status 1 while the spares still started
-        sys.stdout.flush()
-        sys.stderr.flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-        return EXIT_INTERRUPTED  # where the signal did not end the process
-    return code
+    if code != -signal.SIGINT:
+        return code
+    # As python ends such a program: it joins the program's threads, runs the exit handlers and
+    # dies of the SIGINT. (Left to python, a KeyboardInterrupt raised here gave exit status 1
+    # while the spare workers were still starting.)
+    for thread in threading.enumerate():
+        if not thread.daemon and thread is not threading.current_thread():
+            thread.join()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    return EXIT_INTERRUPTED  # where the signal did not end the process
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line `argv` (default: this process's); its exit status, or for `tunegate
+    run` -signal.SIGINT where a KeyboardInterrupt stopped the program (`console` ends so)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     own, program = run.split_argv(argv)  # `tunegate run`'s program keeps all its arguments
     _args.Parser.refused = None
@@ -70,5 +79,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         if getattr(args, "json", False) and not getattr(args, "json_written", False) \
                 and code_for != EXIT_PIPE:  # a --json caller reads it on stdout too
-            print(_json.dump({"error": str(e), "exit": code_for}))
+            print(_json.dump({"error": str(e) or type(e).__name__, "exit": code_for}))
         return code_for
