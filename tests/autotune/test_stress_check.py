@@ -383,3 +383,13 @@ def test_an_interrupted_search_does_not_run_again_against_another_baseline(tmp_p
     with pytest.raises(TuneError, match="baseline config looks wrong: 2 config value"):
         tuner("NARROW_BASELINE", tmp_path).run()
     assert rounds == [1]
+
+
+def test_a_config_that_failed_to_run_is_not_measured_again_when_the_search_reruns(tmp_path):
+    """Its failure did not depend on the baseline: a hung config costs its timeout once."""
+    result = tuner("NARROW_BASELINE_AND_A_BROKEN_CONFIG", tmp_path).run()
+    assert result.best["BLOCK"] == 128
+    broken = [t for t in result.trials if t.config["BROKEN"] == 1]
+    assert len(broken) == 1 and broken[0].status.failed, result.trials
+    rows = Store(tmp_path / "s.sqlite").outcomes(("error", "compile_error", "crashed", "timeout"))
+    assert [c["BROKEN"] for _, c, _, _ in rows] == [1], rows  # one row, from the first search

@@ -143,7 +143,8 @@ TOUCHING_INPUT = Task(
 
 
 @triton.jit
-def double_blocks(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+def double_blocks(x_ptr, y_ptr, n, BLOCK: tl.constexpr, BROKEN: tl.constexpr = 0):
+    tl.static_assert(BROKEN == 0, "a config that fails to run")
     for i in range(0, BLOCK, 16):
         offs = tl.program_id(0) * BLOCK + i + tl.arange(0, 16)
         mask = offs < n
@@ -156,3 +157,12 @@ NARROW_BASELINE = Task(
     grid=(2,), make_inputs=make_inputs, outputs=("y_ptr",))
 """Two programs whatever the block: only BLOCK=128 writes all of `y`; the baseline, BLOCK=32,
 writes its first quarter, and the wider blocks agree with it there."""
+
+_WITH_BROKEN = Space(parameters={
+    "BLOCK": Parameter(domain=Choice(choices=(32, 64, 128), default=32)),
+    "BROKEN": Parameter(domain=Choice(choices=(0, 1), default=0))})
+NARROW_BASELINE_AND_A_BROKEN_CONFIG = NARROW_BASELINE.model_copy(update={
+    "name": "narrow_baseline_and_a_broken_config", "space": _WITH_BROKEN,
+    "configs": tuple(_WITH_BROKEN.complete(v) for v in (
+        {"BLOCK": 32, "BROKEN": 0}, {"BLOCK": 64, "BROKEN": 1}, {"BLOCK": 64, "BROKEN": 0},
+        {"BLOCK": 128, "BROKEN": 0}))})

@@ -129,11 +129,13 @@ class Ledger:
 
     def restart(self, why: str) -> None:
         """The search starts over against another baseline, the first looking wrong (`why`):
-        every config judged against it, right or wrong, is stored as not judged, and the
-        ledger keeps only its notes and phase times."""
+        every config judged against it, right or wrong, is stored as not judged and dropped;
+        the configs that failed to run (no baseline judged them) stay, and are not measured
+        again (`Search`: a hung config costs its timeout once)."""
         self._not_judged(why, (Outcome.WRONG, Outcome.OK))
-        self.trials.clear()
-        self._rows.clear()
+        kept = [i for i, t in enumerate(self.trials) if t.status.failed]
+        self.trials[:] = [self.trials[i] for i in kept]
+        self._rows[:] = [self._rows[i] for i in kept]
         self.refined.clear()
         self.note(why)
 

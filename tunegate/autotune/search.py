@@ -61,6 +61,7 @@ class Search:
         """Measure configs until the budget is spent; True if interrupted (Ctrl-C)."""
         ledger, k = self.ledger, self.ledger.keys
         quarantined = ledger.store.quarantined(k.task, k.problem, k.env)
+        failed = {t.config for t in ledger.trials if t.status.failed}  # by an earlier search
         strategy = make_strategy(self.strategy, self.region, random.Random(self.seed),
                                  budget=self.budget.configs, points=self.task.configs,
                                  prior=self._prior())
@@ -72,6 +73,9 @@ class Search:
                 batch = strategy.next_batch(results)[: self.budget.configs - len(results)]
                 if not batch:
                     break
+                for config in [c for c in batch if c in failed]:  # of this run: see
+                    batch.remove(config)  # Ledger.restart
+                    results[config] = None
                 for config in [c for c in batch if c in quarantined]:
                     batch.remove(config)
                     results[config] = None
