@@ -73,14 +73,12 @@ class Search:
                 batch = strategy.next_batch(results)[: self.budget.configs - len(results)]
                 if not batch:
                     break
-                for config in [c for c in batch if c in failed]:  # of this run: see
-                    batch.remove(config)  # Ledger.restart
+                for config in [c for c in batch if c in quarantined or c in failed]:
+                    batch.remove(config)  # failed: by this run (see Ledger.restart)
                     results[config] = None
-                for config in [c for c in batch if c in quarantined]:
-                    batch.remove(config)
-                    results[config] = None
-                    if not any(t.config == config for t in ledger.trials):  # not if this run
-                        # quarantined it (a stored best that failed its re-check): one row
+                    # one row: none more where this run quarantined it (a stored best that
+                    # failed its re-check) or saw it fail
+                    if not any(t.config == config for t in ledger.trials):
                         ledger.record(Trial(config=config, status=Outcome.WRONG,
                                             reason=quarantined[config]))
                 phase, compiled = time.perf_counter(), ledger.phases["compile"]

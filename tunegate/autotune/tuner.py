@@ -423,7 +423,7 @@ class Tuner:
 
 
 class _BaselineReplaced(Exception):
-    """The search starts over against a new baseline (`Tuner._replace_baseline`)."""
+    """The search starts over against a new baseline (`Tuner._vote_on_the_baseline`)."""
 
 
 def _check_options(*, draws: int, timeout: float | None, compile_workers: int | None,
