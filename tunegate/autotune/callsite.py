@@ -13,6 +13,7 @@ from .._text import short_hash
 from ..kernelfile import chain, jit_function
 from ..space.space import Config
 from .fingerprint import source_of
+from .nested import assemble
 from .task import Args, Task, space_from_triton_configs
 from .tuner import TuneError
 
@@ -104,9 +105,10 @@ def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) ->
     listed = Configs(configs, call.features)
     reset = tuple(n for n in getattr(tuner, "reset_to_zero", ()) if n not in call.absent)
 
-    def launch(args: Args, point: Config) -> None:
+    def launch(flat: Args, point: Config) -> None:
         config = listed.triton_config(point)
         current = {**call.launch, **config.all_kwargs()}
+        args = assemble(flat)  # a fresh descriptor (or tuple) around this launch's copies
         full = {**args, **current}
         if config.pre_hook is not None:
             config.pre_hook(full)

@@ -38,6 +38,7 @@ from .callsite import CallSite, Configs, key_text, launched_source, make_task, p
 from .dropin_options import TUNER_OPTIONS, DropInError, validate
 from .dropin_report import record, tell_triton
 from .inputs import CallerData
+from .nested import Nested, flatten, leaves_of
 from .outputs import stored_arguments
 from .refs import locate
 from .results import BaselinesFailed
@@ -323,13 +324,17 @@ class Autotuner(TritonAutotuner):
         if not all(isinstance(v, (int, float, bool, str, type(None)))
                    for kw in compiled.values() for v in kw.values()):
             compiled = {}  # a heuristic made an object: such configs compile at their launch
+        flat = flatten(bound)  # a descriptor's or a tuple's tensors: arguments of their own
         outputs = self.outputs if self.outputs is not None else tuple(
-            n for n in stored_arguments(self) if hasattr(bound.get(n), "dtype"))
+            n for n in stored_arguments(self)
+            if hasattr(bound.get(n), "dtype") or isinstance(flat.get(n), Nested))
+        tolerances = {leaf: tolerance for n, tolerance in self.tolerances.items()
+                      for leaf in leaves_of(flat, (n,))}
         call = CallSite(depth=depth, problem=problem(self._key_names(kwargs), key, pruned),
                         entries=entries, grids=grids, compiled=compiled, launch=launch,
-                        outputs=outputs,
-                        scratch=self.scratch,
-                        features=self.features, tolerances=self.tolerances,
+                        outputs=leaves_of(flat, outputs),
+                        scratch=leaves_of(flat, self.scratch),
+                        features=self.features, tolerances=tolerances,
                         reference=self.reference, kernel=launched_source(self),
                         absent=tuple(n for n in (*getattr(self, "reset_to_zero", ()),
                                                  *self.restore_value, *self.scratch)

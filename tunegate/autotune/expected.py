@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import TunegateError
 from .copies import copy_tensors
+from .nested import assemble
 from .task import Args, Task
 
 __all__ = ["BaselineError", "Expected", "reference_outputs", "tensors_of"]
@@ -46,7 +47,7 @@ def reference_outputs(task: Task, pristine: Args, zeroed: tuple[str, ...]
     for name in zeroed:  # as the kernel sees them
         args[name].zero_()
     try:
-        returned = task.reference(**args)
+        returned = task.reference(**assemble(args))
     except Exception as e:
         raise BaselineError(f"the reference function raised {type(e).__name__}: {e}") from e
     expected = tensors_of(args)

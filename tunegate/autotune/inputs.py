@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from .nested import flatten
+
 __all__ = ["CallerData", "CallerSpecs"]
 
 Args = dict[str, Any]
@@ -29,7 +31,8 @@ class CallerData:
     """Picklable `make_inputs`: the call's own tensors on the tuner's seed, near them elsewhere.
 
     Draw `seed` (the tuner's draw 0) gives exact copies of the caller's tensors: same values,
-    shapes, strides, storage offsets and dtypes; the caller's tensors are only read, here. Every
+    shapes, strides, storage offsets and dtypes; the caller's tensors are only read, here (those
+    inside a descriptor or a tuple too: `nested`). Every
     other seed multiplies each float by `1 + d`, `d` seeded and uniform in [-NOISE, NOISE];
     integer and bool tensors (indices, sizes, masks) are kept. A multiplicative perturbation is
     used, not redrawn or permuted values, because saved activations (a reciprocal std, a
@@ -53,7 +56,7 @@ class CallerData:
         self.storages: list[torch.Tensor] = []
         self.template: dict[str, _Layout | Any] = {}
         seen: dict[tuple[int, torch.dtype, int], int] = {}
-        for name, value in args.items():
+        for name, value in flatten(args).items():  # a descriptor's tensor is copied too
             if not isinstance(value, torch.Tensor):
                 self.template[name] = value
                 continue

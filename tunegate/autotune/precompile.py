@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any, Iterator, Mapping
 
 from ..errors import TunegateError
+from .nested import assemble
 
 __all__ = ["Precompiled", "PrecompileError", "TaskCompiler", "TensorSpec", "gpu_target",
            "parse_target", "precompile", "target_text"]
@@ -131,7 +132,7 @@ def precompile(kernel: Any, args: Mapping[str, Any], config: Mapping[str, Any],
         raise PrecompileError(f"{kernel!r} is not a compiled @triton.jit kernel (is "
                               "TRITON_INTERPRET=1 set in this process?)")
     start = time.perf_counter()
-    stand_ins = {name: _stand_in(value) for name, value in args.items()}
+    stand_ins = assemble({name: _stand_in(value) for name, value in args.items()})
     with _compiling_for(target, kernel):
         compiled = kernel.warmup(grid=(1,), **stand_ins, **config)
     return Precompiled(hash=compiled.hash, name=compiled.metadata.name,
