@@ -343,3 +343,18 @@ def test_a_grid_reads_a_constexpr_left_at_its_default_in_the_signature():
     x, y = torch.randn(100), torch.empty(100)
     mod.unrolled_copy[lambda meta: (triton.cdiv(100, meta["BLOCK"] * meta["UNROLL"]),)](x, y, 100)
     assert torch.equal(y, x)
+
+
+def test_a_grid_gets_the_kernel_s_parameters_as_triton_s_binder_gives_them_and_no_options():
+    from tests.kernels import dropin_hooks as mod
+
+    seen: list[set[str]] = []
+
+    def grid(meta):
+        seen.append(set(meta))
+        return (triton.cdiv(100, meta["BLOCK"] * meta["UNROLL"]),)
+
+    x, y = torch.randn(100), torch.empty(100)
+    mod.unrolled_copy[grid](x, y, 100)
+    assert torch.equal(y, x)
+    assert seen and all(keys == {"x_ptr", "y_ptr", "n", "BLOCK", "UNROLL"} for keys in seen)

@@ -407,8 +407,12 @@ class Autotuner(TritonAutotuner):
                 if isinstance(link, Heuristics):  # as Triton's: without signature defaults
                     for name, heuristic in link.values.items():
                         meta[name] = kwargs[name] = heuristic(meta)
-            meta = {**self._defaults, **meta}  # the grid, as Triton's binder: with them
-            return (tuple(int(g) for g in grid(meta)) if callable(grid) else tuple(grid)), kwargs
+            # The grid gets what Triton's binder gives it: the kernel's parameters, defaults
+            # included, and no launch options (num_warps and the like are not parameters).
+            meta = {**self._defaults, **meta}
+            bound_args = {n: meta[n] for n in jit_function(self).arg_names if n in meta}
+            return (tuple(int(g) for g in grid(bound_args)) if callable(grid)
+                    else tuple(grid)), kwargs
         except Exception as e:  # the program's grid or heuristic: its own error, as under
             e.add_note(f"(tunegate: working out the launch grid of {self.base_fn.__name__} "
                        f"for config {config})")  # triton.autotune, naming the config
