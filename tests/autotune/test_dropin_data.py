@@ -303,6 +303,19 @@ def test_a_config_storing_past_the_end_is_rejected_when_the_others_outnumber_it(
     assert statuses.pop((64, 1, 4)) == "wrong" and set(statuses.values()) == {"ok"}, statuses
 
 
+def test_an_output_the_baseline_never_writes_goes_to_the_configs_that_write_it():
+    """Only the one-block config stores the row maxima; the two multi-block configs, the
+    baseline among them, outnumber it but leave `stats` wholly unwritten: the writer wins."""
+    x, y, stats = torch.randn(3, 40), torch.zeros(3, 40), torch.full((3,), 123.0)
+    mod.stats_kernel[(3,)](x, y, stats, 40)
+    top = x.max(dim=1).values
+    assert torch.equal(stats, top) and torch.allclose(y, x - top[:, None])
+    assert _by_block(mod.stats_kernel) == {(64, None, 4): "ok", (32, None, 4): "wrong",
+                                           (16, None, 4): "wrong"}
+    assert any("writes none of output stats_ptr" in n
+               for n in mod.stats_kernel.last_result.notes)
+
+
 def test_the_program_s_own_errors_while_tuning_reach_it_as_they_are():
     """As under triton.autotune: its hook's exception, its grid's (the config named in a
     note), its kernel's compile error, not a tuning error of tunegate's."""

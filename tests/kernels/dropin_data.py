@@ -237,6 +237,33 @@ spilling_kernel = triton.autotune(
     key=["n"])(triton.jit(_double_or_spill))
 
 
+# Row maxima: the one-block path stores them in `stats`, the multi-block path forgets to (a
+# real bug of the BLOCK < n configs). The two buggy blocks come first: the baseline is one.
+def _max_and_shift(x_ptr, y_ptr, stats_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    if BLOCK >= n:
+        cols = tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + row * n + cols, mask=cols < n, other=-float("inf"))
+        top = tl.max(v, axis=0)
+        tl.store(y_ptr + row * n + cols, v - top, mask=cols < n)
+        tl.store(stats_ptr + row, top)
+    else:
+        top = -float("inf")
+        for start in range(0, n, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            v = tl.load(x_ptr + row * n + cols, mask=cols < n, other=-float("inf"))
+            top = tl.maximum(top, tl.max(v, axis=0))
+        for start in range(0, n, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            v = tl.load(x_ptr + row * n + cols, mask=cols < n)
+            tl.store(y_ptr + row * n + cols, v - top, mask=cols < n)
+
+
+stats_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": b}) for b in (16, 32, 64)],
+    key=["n"])(triton.jit(_max_and_shift))
+
+
 # The program's own code raises while tuning: a config's pre_hook, and a kernel that fails to
 # compile in every config. Under triton.autotune the program gets these exceptions as they are.
 def _raising_hook(nargs):

@@ -128,7 +128,8 @@ def written_beyond(name: str, got: torch.Tensor, written: torch.Tensor) -> Misma
     return Mismatch(argument=name, mismatched=count, total=beyond.numel(), unwritten=0,
                     max_abs_error=None, max_rel_error=None, first_index=index,
                     got=_show(got.flatten()[flat]), expected="unwritten, as the baseline leaves it",
-                    rtol=0.0, atol=0.0, dtype=_name(got.dtype), beyond=count)
+                    rtol=0.0, atol=0.0, dtype=_name(got.dtype), beyond=count,
+                    whole=not bool(written.any()))
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:

@@ -37,11 +37,12 @@ class Mismatch(BaseModel):
     summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
     working: str = ""  # the narrower input dtype whose tolerance applied (check.working_dtype)
     beyond: int = 0  # elements written where the baseline config writes none (the only fault)
+    whole: bool = False  # with `beyond`: the baseline config writes none of this output
 
     def evidence(self) -> dict:
-        """The fields as a reason's evidence (`summed_over`, `working`, `beyond` only where
-        they apply)."""
-        return self.model_dump(exclude={n for n in ("summed_over", "working", "beyond")
+        """The fields as a reason's evidence (`summed_over`, `working`, `beyond`, `whole` only
+        where they apply)."""
+        return self.model_dump(exclude={n for n in ("summed_over", "working", "beyond", "whole")
                                          if not getattr(self, n)})
 
     def _tolerance(self) -> str:
@@ -55,9 +56,10 @@ class Mismatch(BaseModel):
 
     def summary(self) -> str:
         if self.beyond:
+            where = ("the baseline config writes none of this output" if self.whole else
+                     "the baseline config writes none (it agrees on the others)")
             return (f"{self.argument}: {self.beyond} of {self.total} elements written where "
-                    f"the baseline config writes none (it agrees on the others); first at "
-                    f"{tuple(self.first_index)}: got {self.got}")
+                    f"{where}; first at {tuple(self.first_index)}: got {self.got}")
         err = "" if self.max_abs_error is None else (
             f", max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
         if self.unwritten:

@@ -8,8 +8,9 @@ only writes are poisoned, `reset_to_zero` outputs are zeroed; after it, every te
 Without a reference the baseline config's output is expected, made by two launches poisoned
 differently: an element that follows the poison (poison A after launch A, poison B after launch
 B) is not written for this call and is not compared; an output left wholly so (a store behind a
-constexpr the call does not set) is no output of this call, unless the baseline writes it when
-given its drawn contents (it adds into it): then it is restored, not poisoned, as is a tensor
+constexpr the call does not set) is no output of this call (a config that writes it disputes
+the baseline: `baseline.coverage_vote`), unless the baseline writes it when given its drawn
+contents (it adds into it): then it is restored, not poisoned, as is a tensor
 the baseline writes that the source reading did not find written. A tensor whose written elements
 differ between the two launches (tie-broken indices, a workspace) has unspecified contents and is
 not compared either; nor are the task's `scratch` arguments. `not_compared` records why.
@@ -208,14 +209,14 @@ class Runner:
 
     def _written_mask(self, name: str, first: torch.Tensor, second: torch.Tensor
                       ) -> torch.Tensor | None:
-        """The elements of `name` that both baseline launches wrote (None: all); records in
-        `not_compared` a tensor not written at all or written differently by the two."""
+        """The elements of `name` that both baseline launches wrote (None: all; none for an
+        output it leaves wholly unwritten); records in `not_compared` a tensor written
+        differently by the two."""
         mask = None
         if name in self.poisoned:
             unwritten = follows_poison(first, second)
-            if bool(unwritten.all()):
-                self.not_compared[name] = "the baseline does not write it in this call"
-                return None
+            if bool(unwritten.all()):  # no output of this call, unless a config writes it
+                return ~unwritten  # (`baseline.coverage_vote`)
             mask = ~unwritten if bool(unwritten.any()) else None
         got = first if mask is None else torch.where(mask, first, second)
         if self._compare(name, got, second) is not None:
