@@ -126,8 +126,8 @@ def outvoted(trials: list[Trial], baseline: Config, compared_with: str) -> str |
         said = "1 config disagrees"
     else:
         said = f"{dissent} configs disagree among themselves and"
-    return (f"the baseline config looks wrong: {said} with {compared_with}, and only "
-            f"{support} other agree with it (e.g. {members[0]})")
+    return (f"the baseline config looks wrong: {said} with {compared_with} (e.g. "
+            f"{members[0]}), against {support} other config(s) that agree with it")
 
 
 def wider_writers(trials: list[Trial], baseline: Config) -> list[Trial]:
