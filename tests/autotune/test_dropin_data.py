@@ -316,6 +316,20 @@ def test_an_output_the_baseline_never_writes_goes_to_the_configs_that_write_it()
                for n in mod.stats_kernel.last_result.notes)
 
 
+@pytest.mark.parametrize("layout", ["own", "view"])
+def test_a_config_storing_past_the_end_of_its_tensor_is_rejected(layout):
+    """Past the end of a tensor of its own (a missing tail mask), or of a view into the
+    caller's larger buffer, whose tail stays as the caller left it."""
+    x = torch.randn(100)
+    buf = torch.full((164,), -1.0)
+    y = torch.empty(100) if layout == "own" else buf[:100]
+    mod.overrun_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
+    assert torch.equal(y, 2 * x) and bool((buf[100:] == -1).all())
+    trials = {t.config["BLOCK"]: t for t in mod.overrun_kernel.last_result.trials}
+    assert trials.pop(64).reason.evidence["outside"] > 0
+    assert {t.status for t in trials.values()} == {"ok"}
+
+
 def test_the_program_s_own_errors_while_tuning_reach_it_as_they_are():
     """As under triton.autotune: its hook's exception, its grid's (the config named in a
     note), its kernel's compile error, not a tuning error of tunegate's."""

@@ -264,6 +264,19 @@ stats_kernel = triton.autotune(
     key=["n"])(triton.jit(_max_and_shift))
 
 
+# A store without its tail mask: the BLOCK=64 config writes past the end of `y` (into the
+# caller's other data, or memory no tensor of the program owns).
+def _double_overrunning(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    value = 2 * tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, value, mask=(offs < n) | (BLOCK == 64))
+
+
+overrun_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": b}) for b in (16, 32, 64)],
+    key=["n"])(triton.jit(_double_overrunning))
+
+
 # The program's own code raises while tuning: a config's pre_hook, and a kernel that fails to
 # compile in every config. Under triton.autotune the program gets these exceptions as they are.
 def _raising_hook(nargs):

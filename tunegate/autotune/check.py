@@ -132,6 +132,25 @@ def written_beyond(name: str, got: torch.Tensor, written: torch.Tensor) -> Misma
                     whole=not bool(written.any()))
 
 
+def written_outside(names: tuple[str, ...], got: torch.Tensor, want: torch.Tensor
+                    ) -> Mismatch | None:
+    """Evidence that a launch wrote memory outside the tensors `names` (`copies.margins`:
+    `got` after it, `want` as the expected launch left it): past the end of one, before its
+    start, or in the gaps of a view, which in the program is the caller's other data (or no
+    memory of its own at all)."""
+    if got.numel() == 0:
+        return None
+    size = max(1, got.element_size() * (2 if got.dtype.is_complex else 1))
+    differs = _bytes(got).view(-1, size).ne(_bytes(want).view(-1, size)).any(dim=1)
+    if not bool(differs.any()):
+        return None
+    count, first = int(differs.sum()), int(differs.nonzero()[0])
+    return Mismatch(argument=names[0], mismatched=count, total=got.numel(), unwritten=0,
+                    max_abs_error=None, max_rel_error=None, first_index=[first],
+                    got=_show(got[first]), expected=_show(want[first]), rtol=0.0, atol=0.0,
+                    dtype=_name(got.dtype), outside=count)
+
+
 def _bits(t: torch.Tensor) -> torch.Tensor:
     if t.dtype in _FP8:
         return t.view(torch.uint8)

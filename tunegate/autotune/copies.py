@@ -3,9 +3,17 @@
 A kernel is given each tensor's strides and reaches its elements through them: a copy must keep
 them, with the gaps between the elements of a view that is not dense (a slice of a wider
 buffer: `out[:, :n]`, `buf[1::3]`), or the kernel reads and writes outside the copy (heap
-corruption under the interpreter, an illegal address on a GPU). Views of one storage stay views
-of one copy, so a kernel that writes through one argument and reads through another sees what
-it would see in the caller's tensors.
+corruption under the interpreter, an illegal address on a GPU). A view's storage is copied whole
+where that costs little more than the view (WHOLE_STORAGE_SLACK), so that a config that stores
+past the end of `buf[:n]` stays inside memory it may write, as it does in the caller's buffer,
+instead of corrupting the heap of the process that tunes it. Each copy also has a guard of
+GUARD_BYTES before and after it, poisoned. A store past the end of a tensor (a block's missing
+mask) lands there, or in the copied part of the storage outside every view: `margins` reads
+what lies outside the views, so that the runner can tell a config that writes outside its
+tensors, memory that in the program is the caller's other data. Views of one storage stay
+views of one copy, so a kernel that writes through one argument and reads through another sees
+what it would see in the caller's tensors; each keeps its address's alignment (16 bytes for a
+tensor-memory descriptor, and Triton specialises pointers on it).
 """
 
 from __future__ import annotations
@@ -15,28 +23,79 @@ from typing import Any
 
 import torch
 
-__all__ = ["copy_tensors", "overlapping", "restore"]
+__all__ = ["copy_tensors", "margins", "overlapping", "restore"]
+
+# A storage is copied whole if what lies outside its views is at most this many bytes, or at
+# most twice what the views span: a slice of a padded buffer, not a window on a huge cache.
+WHOLE_STORAGE_SLACK = 64 << 20
+ALIGNMENT = 128  # bytes: a copy's offsets keep the caller's address modulo this
+GUARD_BYTES = 64 << 10  # poisoned memory before and after each copy (a multiple of ALIGNMENT)
 
 
 def copy_tensors(args: dict[str, Any], unread: Collection[str] = ()) -> dict[str, Any]:
     """`args` with every tensor copied into a new storage per storage (and dtype) it shares
-    with others, each at its own shape, strides and offset there. A storage whose every tensor
-    is in `unread` (overwritten next: poisoned, zeroed) is left uninitialised, not copied."""
+    with others, each at its own shape, strides and offset there, between two poisoned guards.
+    A storage held by one dense tensor in `unread` (overwritten next: poisoned, zeroed) is left
+    uninitialised, not copied."""
+    from .check import poison
+
+    out = dict(args)
+    for names in _storages(args):
+        tensors = [args[n] for n in names]
+        low, high = _region(tensors)
+        region = tensors[0].detach().as_strided((high - low,), (1,), low)
+        guard = max(1, GUARD_BYTES // region.element_size())
+        fresh = torch.empty(guard + (high - low) + guard, dtype=region.dtype,
+                            device=region.device)
+        poison(fresh[:guard])
+        poison(fresh[guard + (high - low):])
+        inside = fresh[guard:guard + (high - low)]
+        if not (len(names) == 1 and names[0] in unread and tensors[0].is_contiguous()
+                and tensors[0].numel() == high - low):
+            inside.copy_(region)  # all but a dense output poisoned next: its gaps too
+        for name, t in zip(names, tensors):
+            out[name] = fresh.as_strided(t.shape, t.stride(), guard + t.storage_offset() - low)
+    return out
+
+
+def margins(args: dict[str, Any]) -> dict[tuple[str, ...], torch.Tensor]:
+    """Per storage of `args`' tensors (their names), the elements of it that none of them
+    covers, in order: for copies made by `copy_tensors`, the guards and what the views skip
+    or leave beyond their ends, which a right kernel never writes."""
+    found = {}
+    for names in _storages(args):
+        tensors = [args[n].detach() for n in names]
+        flat = tensors[0].as_strided((tensors[0].untyped_storage().nbytes()
+                                      // tensors[0].element_size(),), (1,), 0)
+        covered = torch.zeros(flat.shape, dtype=torch.bool, device=flat.device)
+        for t in tensors:
+            covered.as_strided(t.shape, t.stride(), t.storage_offset()).fill_(True)
+        found[tuple(names)] = flat[~covered]
+    return found
+
+
+def _storages(args: dict[str, Any]) -> list[list[str]]:
+    """The names of `args`' tensors, grouped by the storage (and dtype) they are views of."""
     groups: dict[tuple[Any, ...], list[str]] = {}
     for name, value in args.items():
         if isinstance(value, torch.Tensor):
             where = (value.untyped_storage().data_ptr(), value.dtype, value.device)
             groups.setdefault(where, []).append(name)
-    out = dict(args)
-    for names in groups.values():
-        tensors = [args[n] for n in names]
-        low = min(t.storage_offset() for t in tensors)
-        high = max(t.storage_offset() + _extent(t) for t in tensors)
-        region = tensors[0].detach().as_strided((high - low,), (1,), low)
-        fresh = torch.empty_like(region) if all(n in unread for n in names) else region.clone()
-        for name, t in zip(names, tensors):
-            out[name] = fresh.as_strided(t.shape, t.stride(), t.storage_offset() - low)
-    return out
+    return list(groups.values())
+
+
+def _region(tensors: list[torch.Tensor]) -> tuple[int, int]:
+    """The elements of the tensors' common storage to copy: all of it where the views span
+    most of it (see WHOLE_STORAGE_SLACK), else what they span, from an offset that keeps
+    their alignment."""
+    low = min(t.storage_offset() for t in tensors)
+    high = max(t.storage_offset() + _extent(t) for t in tensors)
+    size = tensors[0].element_size()
+    whole = tensors[0].untyped_storage().nbytes() // size
+    if (whole - (high - low)) * size <= max(WHOLE_STORAGE_SLACK, 2 * (high - low) * size):
+        return 0, max(whole, high)
+    step = max(1, ALIGNMENT // size)
+    return low - low % step, high
 
 
 def restore(dst: torch.Tensor, src: torch.Tensor) -> None:

@@ -24,12 +24,15 @@ def tensors_of(args: Args) -> dict[str, torch.Tensor]:
 
 class Expected(BaseModel):
     """The expected state of the compared tensors after a launch on one draw; `written` masks
-    the elements of a tensor that the baseline writes (the others are not compared)."""
+    the elements of a tensor that the baseline writes (the others are not compared);
+    `margins`, the memory around and between the tensors of each copied storage, as a launch
+    must leave it (`copies.margins`)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     tensors: dict[str, torch.Tensor]
     written: dict[str, torch.Tensor] = {}
+    margins: dict[tuple[str, ...], torch.Tensor] = {}
 
     def compared(self, args: Args) -> dict[str, torch.Tensor]:
         """The compared tensors of a launch's `args`, unwritten elements taken from here."""

@@ -38,11 +38,13 @@ class Mismatch(BaseModel):
     working: str = ""  # the narrower input dtype whose tolerance applied (check.working_dtype)
     beyond: int = 0  # elements written where the baseline config writes none (the only fault)
     whole: bool = False  # with `beyond`: the baseline config writes none of this output
+    outside: int = 0  # elements written outside the argument's own (past its end, in its gaps)
 
     def evidence(self) -> dict:
-        """The fields as a reason's evidence (`summed_over`, `working`, `beyond`, `whole` only
-        where they apply)."""
-        return self.model_dump(exclude={n for n in ("summed_over", "working", "beyond", "whole")
+        """The fields as a reason's evidence (`summed_over`, `working`, `beyond`, `whole`,
+        `outside` only where they apply)."""
+        return self.model_dump(exclude={n for n in ("summed_over", "working", "beyond", "whole",
+                                                    "outside")
                                          if not getattr(self, n)})
 
     def _tolerance(self) -> str:
@@ -55,6 +57,11 @@ class Mismatch(BaseModel):
         return f"{self.dtype}{source}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
 
     def summary(self) -> str:
+        if self.outside:
+            return (f"{self.argument}: {self.outside} elements written outside it (past its "
+                    f"end, before its start or in the gaps of a view: the caller's other data, "
+                    f"or memory it does not own); first at element {self.first_index[0]} of "
+                    f"that memory: got {self.got}, expected {self.expected} left alone")
         if self.beyond:
             where = ("the baseline config writes none of this output" if self.whole else
                      "the baseline config writes none (it agrees on the others)")

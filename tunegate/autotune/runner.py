@@ -29,8 +29,8 @@ import torch
 from ..space.space import Config
 from . import trace
 from .check import Mismatch, bits_differ, compare, follows_poison, poison, working_dtype, \
-    written_beyond
-from .copies import copy_tensors, overlapping, restore
+    written_beyond, written_outside
+from .copies import copy_tensors, margins, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
 from .expected import BaselineError, Expected, reference_outputs, tensors_of
@@ -153,10 +153,11 @@ class Runner:
         return args
 
     def _expected(self, pristine: Args) -> Expected:
+        untouched = margins(copy_tensors(pristine, unread=tensors_of(pristine)))  # no launch
         if self.task.reference is not None:
             expected = reference_outputs(self.task, pristine, self.zeroed)
             return Expected(tensors={n: t for n, t in expected.items()
-                                     if n not in self.not_compared})
+                                     if n not in self.not_compared}, margins=untouched)
         assert self.baseline is not None
         settling = not self._expected_cache  # what each tensor is, settled on draw 0 only
         try:
@@ -184,7 +185,22 @@ class Runner:
             if mask is not None:
                 written[name] = mask
             tensors[name] = t
-        return Expected(tensors=tensors, written=written)
+        return Expected(tensors=tensors, written=written,
+                        margins=self._left_alone(untouched, first))
+
+    def _left_alone(self, untouched: dict[tuple[str, ...], torch.Tensor], launched: Args
+                    ) -> dict[tuple[str, ...], torch.Tensor]:
+        """The memory outside the tensors (`copies.margins`) that the baseline's launch left
+        as it was: what no config may write. Where the baseline writes outside a tensor too,
+        that memory is not compared (`not_compared`)."""
+        kept = {}
+        for names, after in margins(launched).items():
+            if written_outside(names, after, untouched[names]) is None:
+                kept[names] = untouched[names]
+            else:
+                self.not_compared[f"memory outside {names[0]}"] = "the baseline config " \
+                    "writes there too"
+        return kept
 
     def _written_inputs(self, pristine: Args, launched: Args) -> list[str]:
         """Tensors that are neither outputs nor known to be written in place, which the
@@ -295,10 +311,18 @@ class Runner:
 
     def mismatch(self, args: Args, expected: Expected) -> Mismatch | None:
         """The first compared tensor that differs from its expected state, else the first
-        output written where the baseline leaves it unwritten, or None."""
+        output written where the baseline leaves it unwritten, else the first storage written
+        outside its tensors, or None."""
         return self._first_mismatch(self._compared(args, expected), expected) or next(
             (bad for name, written in expected.written.items() if name not in self.not_compared
-             and (bad := written_beyond(name, args[name], written)) is not None), None)
+             and (bad := written_beyond(name, args[name], written)) is not None), None) \
+            or self._outside(args, expected)
+
+    def _outside(self, args: Args, expected: Expected) -> Mismatch | None:
+        """The first storage of `args` whose memory outside its tensors a launch wrote."""
+        return next((bad for names, got in margins(args).items() if names in expected.margins
+                     and (bad := written_outside(names, got, expected.margins[names]))
+                     is not None), None)
 
     def _first_mismatch(self, compared: dict[str, torch.Tensor], expected: Expected
                         ) -> Mismatch | None:
@@ -312,8 +336,9 @@ class Runner:
         """The vote of a wrong output, unless it left elements unwritten that the baseline
         wrote: such an output is wrong whatever the baseline is, and two configs that skip the
         same tail agree on nothing that speaks against it; nor one that only wrote wider than
-        the baseline (its dispute is over what is written: `baseline.coverage_vote`)."""
-        return None if bad.unwritten or bad.beyond else self.vote(args)
+        the baseline (its dispute is over what is written: `baseline.coverage_vote`), nor one
+        that wrote outside its tensors."""
+        return None if bad.unwritten or bad.beyond or bad.outside else self.vote(args)
 
     def vote(self, args: Args) -> str | None:
         """Without a reference: which group of agreeing wrong outputs (on draw 0) this one
@@ -413,7 +438,9 @@ class Runner:
                     wrong += 1
                     if first_bad is None:
                         first_bad, first_bad_draw = bad, d
-        for d, bad in self._kept_changed(draws, kept):
+        for d, bad in [*self._kept_changed(draws, kept), *(
+                (d, bad) for d, (_, expected, work) in enumerate(draws)
+                if (bad := self._outside(work, expected)) is not None)]:  # written since
             wrong += 1
             if first_bad is None:
                 first_bad, first_bad_draw = bad, d
@@ -526,4 +553,4 @@ def _nbytes(draws: list[tuple[Args, Expected]]) -> int:
     return sum(t.numel() * t.element_size()
                for pristine, expected in draws
                for t in (*tensors_of(pristine).values(), *expected.tensors.values(),
-                         *expected.written.values()))
+                         *expected.written.values(), *expected.margins.values()))
