@@ -301,9 +301,10 @@ def tunings_table(tunings: Sequence[Any]) -> str:
         time = "-" if t.time_ms is None else f"{t.time_ms:.4g} ms"
         why = (t.error or "no config left").split(":")[0]  # the error itself says the rest
         winner = t.winner if t.winner is not None else f"none: {why}"
-        rows.append((t.kernel, t.key or "-", winner, time,
+        lost = ", ".join(x for x in lost if x) or ("" if t.reused else "all kept")
+        rows.append((t.kernel, t.key or "-", winner, time,  # a reused best: no new verdicts
                      "reused" if t.reused else f"{t.seconds:.1f} s",
-                     f"{t.configs} ({', '.join(x for x in lost if x) or 'all kept'})"))
+                     f"{t.configs} ({lost})" if lost else str(t.configs)))
     return table(["kernel", "key", "winner", "time", "tuning", "configs"], rows)
 
 

@@ -307,6 +307,8 @@ def test_a_key_argument_left_at_its_default_is_not_named_in_the_key():
     assert key_text(tuner._key_names({}), key) == "n=4,torch.float32,torch.float32"
     assert key_text(tuner._key_names({"MODE": 1}), tuner._key({"MODE": 1})) == \
         "n=4,MODE=1,torch.float32,torch.float32"
+    assert key_text(["n", "x_ptr"], (4, torch.zeros(3, 100), "torch.float32")) == \
+        "n=4,x_ptr=tensor[3, 100],torch.float32"  # a tensor in the key: its shape, not values
 
 
 def test_optional_arguments_named_in_reset_to_zero_and_restore_value_may_be_none():

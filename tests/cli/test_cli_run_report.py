@@ -34,6 +34,7 @@ def test_a_second_run_reuses_what_the_first_tuned_unless_told_not_to(tmp_path):
     second = tunegate_run(cwd=tmp_path, env=env)
     assert second.returncode == 0, second.stderr
     assert all(" reused " in r for r in _rows(second)), second.stderr
+    assert not any("all kept" in r for r in _rows(second))  # no verdicts of its own
     winners = [[r.split("  ")[2] for r in _rows(done)] for done in (first, second)]
     assert winners[0] == winners[1]  # a reused winner reads as it did (its fields in order)
     (tmp_path / "tmp").mkdir()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+import torch
 import triton
 from triton.runtime.autotuner import Autotuner as TritonAutotuner
 
@@ -70,7 +71,14 @@ def launched_source(tuner: TritonAutotuner) -> str:
 def key_text(names: Sequence[str], key: tuple[Any, ...]) -> str:
     """Triton's tuning key as text: `name=value` for the key arguments the call passed
     (`names`: Triton's key leaves out the others), then the dtypes."""
-    return ",".join([f"{n}={v}" for n, v in zip(names, key)] + [str(v) for v in key[len(names):]])
+    return ",".join([f"{n}={_key_value(v)}" for n, v in zip(names, key)]
+                    + [str(v) for v in key[len(names):]])
+
+
+def _key_value(value: Any) -> str:
+    """A key value as text; a tensor (a key that names a tensor argument) by its shape, not
+    its thousands of elements: its dtype follows in the key."""
+    return f"tensor{list(value.shape)}" if isinstance(value, torch.Tensor) else str(value)
 
 
 def problem(names: Sequence[str], key: tuple[Any, ...], configs: Sequence[Any]) -> str:
