@@ -93,3 +93,39 @@ def test_a_failed_tuning_says_how_to_give_a_library_kernel_a_reference(tmp_path)
     assert "rule in your policies.toml" in error and "give the task" not in error
     row = next(line for line in done.stderr.splitlines() if line.startswith("double_kernel"))
     assert "none: the baseline config looks wrong " in row and "4 (3 rejected)" in row
+
+
+WRONG_VARIANT = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"VARIANT": v}) for v in range(3)], key=["n"])
+@triton.jit
+def double_it(x, y, n, VARIANT: tl.constexpr):
+    offs = tl.arange(0, 64)
+    factor = 3 if VARIANT == 1 else 2  # VARIANT=1 is wrong
+    tl.store(y + offs, factor * tl.load(x + offs, mask=offs < n), mask=offs < n)
+
+
+if __name__ == "__main__":
+    x, y = torch.randn(50), torch.empty(50)
+    double_it[(1,)](x, y, 50)
+    print(torch.equal(y, 2 * x))
+'''
+
+
+def test_explain_after_a_run_reports_what_the_drop_in_found_of_the_kernel_s_calls(tmp_path):
+    (tmp_path / "prog.py").write_text(WRONG_VARIANT)
+    env = {**os.environ, "TUNEGATE_STORE": str(tmp_path / "s.sqlite")}
+    done = subprocess.run([sys.executable, "-m", "tunegate", "run", "prog.py"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
+    explained = subprocess.run([sys.executable, "-m", "tunegate", "policy", "explain",
+                                "VARIANT=1", "--kernel", "prog.py:double_it", "--store",
+                                str(tmp_path / "s.sqlite")], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert explained.returncode == 0, explained.stderr
+    assert "REJECTED by tuning" in explained.stdout
+    assert "an earlier version" not in explained.stdout  # the calls are the kernel's tasks

@@ -16,7 +16,7 @@ from .task import Args, Task
 from .tuner import TuneError
 from .worker import TaskRef
 
-__all__ = ["kernel_task", "locate", "resolve_task", "task_ref"]
+__all__ = ["from_config_list", "kernel_task", "locate", "resolve_task", "task_ref"]
 
 
 def task_ref(obj: Any) -> TaskRef:
@@ -72,6 +72,12 @@ def kernel_task(reference: str) -> tuple[Any, Task | None]:
         return kernel, None
     return kernel, Task(name=kernel.__name__, kernel=kernel, configs=list(configs), grid=(1,),
                         make_inputs=_no_inputs, outputs=())
+
+
+def from_config_list(task: Task) -> bool:
+    """Whether `task` is one `kernel_task` made from an autotuned kernel's config list: the
+    kernel's real tasks are the calls the drop-in tuned, each with its own fingerprint."""
+    return task.make_inputs is _no_inputs
 
 
 def _no_inputs(seed: int) -> Args:

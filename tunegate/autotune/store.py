@@ -264,7 +264,8 @@ class Store(StoreFile):
     def history(self, kernel: str, config: Config, task: str | None = None
                 ) -> list[dict[str, Any]]:
         """Every recorded trial of `config` for `kernel`, newest first, with its rank by time;
-        `current` says whether it was made with the task fingerprint `task`. A damaged row is a
+        `current` says whether it was made with the task fingerprint `task` (None: every trial
+        of this kernel's source, the drop-in's calls of an autotuned kernel). A damaged row is a
         StoreError naming it (with what to do), not a gap: `policy explain --store` is asked
         about this very config, and leaving out one of its trials would change the answer."""
         with self._read() as db:

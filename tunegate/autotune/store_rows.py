@@ -122,7 +122,7 @@ def history_entry(db: sqlite3.Connection, r: sqlite3.Row, task: str | None) -> d
         "when": when(typed(r, "created", (int, float), nullable=False)),
         "run": typed(r, "run", str, nullable=False), "problem": r["problem"],
         "status": status, "time_ms": time_ms, "timing": typed(r, "timing", str),
-        "current": task is not None and r["task"] == task,
+        "current": task is None or r["task"] == task,
         "checked_draws": typed(r, "checked_draws", int, nullable=False),
         "checked_launches": typed(r, "checked_launches", int, nullable=False),
     }

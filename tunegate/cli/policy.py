@@ -95,7 +95,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
     verdict = policy.explain(config, space, env, traits)
     history = outcome = compared_with = None
     if task is not None:
-        history = _args.store(args.store).history(task.kernel_hash(), config, task.fingerprint())
+        from ..autotune.refs import from_config_list
+
+        current = None if from_config_list(task) else task.fingerprint()  # see the store
+        history = _args.store(args.store).history(task.kernel_hash(), config, current)
         outcome = _render.tuning_outcome(history)
         compared_with = ("the reference function" if task.reference is not None else
                          "the baseline config (the task has no reference), not ground truth")
