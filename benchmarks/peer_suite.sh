@@ -13,7 +13,9 @@
 # of the suite, a second run that tunes nothing included (run it after stock: warm file cache); base1
 # is a cold `tunegate run` of the tunegate tree in BASE_TREE (a folder holding an earlier commit's
 # `tunegate/`, e.g. from `git archive`), with a store of its own: a change against the code before
-# it, in one call (these hosts drift between calls); with IDS_GIVEN=1 the case lists
+# it, in one call (these hosts drift between calls); nowarm2 is a second run with TUNEGATE_WARM=0
+# (no worker server, no spare workers, no mirrored imports: what warming up costs a run that
+# tunes nothing); with IDS_GIVEN=1 the case lists
 # ids_fla.txt / ids_liger.txt already in peer/ are used as they are (no collection).
 # Each run starts on an empty Triton cache of its own (cold, as a first run is), except the second
 # tunegate run, which finds the first one's (as a second run of a suite does). A run over its
@@ -54,6 +56,7 @@ for d in $DIRS; do
           TUNEGATE_STORE=/tmp/peer-store-base.sqlite TUNEGATE_TRACE="$OUT/trace-base1-$d.jsonl" \
           python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
       tunegate2) run tunegate2 $d $SECOND_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate2-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
+      nowarm2) run nowarm2 $d $SECOND_S tunegate env TUNEGATE_WARM=0 TUNEGATE_TRACE="$OUT/trace-nowarm2-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
     esac
   done
 done
