@@ -45,5 +45,5 @@ def test_a_timed_launch_restores_what_triton_restores_and_copies_no_input(monkey
     monkeypatch.setattr(torch.Tensor, "copy_", counted)
     result = runner.time(Config(values={"BLOCK": 16}))
     assert result.mismatch is None  # each launch zeroed `out` and restored `acc`
-    assert pristine["x_ptr"].data_ptr() not in sources  # read only: never copied again
+    assert sources.count(pristine["x_ptr"].data_ptr()) == 1  # read only: copied once, for all
     assert sources.count(pristine["acc_ptr"].data_ptr()) >= 3  # restored before each launch
