@@ -67,11 +67,26 @@ def margins(args: dict[str, Any]) -> dict[tuple[str, ...], torch.Tensor]:
         tensors = [args[n].detach() for n in names]
         flat = tensors[0].as_strided((tensors[0].untyped_storage().nbytes()
                                       // tensors[0].element_size(),), (1,), 0)
+        found[tuple(names)] = flat.index_select(0, _uncovered(flat, tensors))
+    return found
+
+
+_UNCOVERED: dict[tuple[Any, ...], torch.Tensor] = {}  # by layout: the same for every launch
+
+
+def _uncovered(flat: torch.Tensor, tensors: list[torch.Tensor]) -> torch.Tensor:
+    """The positions in `flat` (a storage) that none of `tensors` (views of it) covers."""
+    key = (flat.numel(), str(flat.device),
+           tuple((tuple(t.shape), t.stride(), t.storage_offset()) for t in tensors))
+    if key not in _UNCOVERED:
         covered = torch.zeros(flat.shape, dtype=torch.bool, device=flat.device)
         for t in tensors:
             covered.as_strided(t.shape, t.stride(), t.storage_offset()).fill_(True)
-        found[tuple(names)] = flat[~covered]
-    return found
+        if len(_UNCOVERED) >= 64:  # a long program's many layouts: the oldest go
+            del _UNCOVERED[next(iter(_UNCOVERED))]
+        small = torch.int32 if flat.numel() < 2**31 else torch.int64  # a few MB at most
+        _UNCOVERED[key] = (~covered).nonzero().reshape(-1).to(small)
+    return _UNCOVERED[key]
 
 
 def _storages(args: dict[str, Any]) -> list[list[str]]:
