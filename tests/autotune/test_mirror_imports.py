@@ -151,9 +151,8 @@ def test_the_distributions_are_read_again_only_for_a_path_entry_that_holds_some(
     """Reading them scans every installed distribution; pytest adds each test folder to
     sys.path, and a folder of tests holds none."""
     reads = []
-    real = mirror.metadata.packages_distributions
-    monkeypatch.setattr(mirror.metadata, "packages_distributions",
-                        lambda: reads.append(1) or real())
+    real = mirror._scan
+    monkeypatch.setattr(mirror, "_scan", lambda path: reads.append(path) or real(path))
     monkeypatch.setenv("IMPORT_MARKER_FILE", str(tmp_path / "m"))
     imports = mirror.MirroredImports()
     imports.new()
@@ -171,7 +170,22 @@ def test_the_distributions_are_read_again_only_for_a_path_entry_that_holds_some(
         monkeypatch.syspath_prepend(str(site))
         import latekernels  # noqa: F401
 
-        assert imports.new() == ["latekernels"] and len(reads) == 2
+        assert imports.new() == ["latekernels"] and reads[1] == [str(site)]  # that one alone
     finally:
         for name in ("helpers_of_tests", "latekernels"):
             sys.modules.pop(name, None)
+
+
+def test_the_distributions_are_read_in_a_process_of_their_own(tmp_path, monkeypatch):
+    """Parsing a few hundred distributions' metadata would hold the program's GIL: the scan
+    runs in a child process, which finds what the scan here finds."""
+    site = tmp_path / "site"
+    _distribution(site, "childkernels", ['triton; extra == "gpu"'])
+    _distribution(site, "childplain", ["numpy"])
+    info = site / "childkernels-1.0.dist-info"
+    (info / "top_level.txt").unlink()  # found from RECORD: its files' first parts
+    called = []
+    real = mirror.subprocess.run
+    monkeypatch.setattr(mirror.subprocess, "run", lambda *a, **k: called.append(a) or real(*a, **k))
+    assert mirror._scan([str(site)]) == mirror.torch_packages([str(site)]) == {"childkernels"}
+    assert called and called[0][0][:3] == [sys.executable, "-m", "tunegate.autotune.mirror"]

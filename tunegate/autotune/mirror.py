@@ -7,45 +7,84 @@ worker's import of it then imports the whole library anew (Liger-Kernel with tra
 14.4 s on an H200 host, all of it in the first tuning). From warm-up on, each package the
 program imports whose distribution names torch or Triton among its requirements is sent to the
 worker as the program imports it (each of its modules), so the two imports overlap instead of
-following each other.
+following each other. Which packages those are is read from the installed distributions in a
+process of its own (`_scan`), not in this one's thread: parsing a GPU image's few hundred
+distributions held the program's GIL for a second of its start-up.
 Packages of the standard library, of no distribution, or built on neither are left alone.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import json
 import logging
+import os
+import subprocess
 import sys
 import threading
+from pathlib import PurePosixPath
+from typing import Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from . import trace
 
-__all__ = ["MirroredImports", "built_on_torch", "start"]
+__all__ = ["MirroredImports", "built_on_torch", "start", "torch_packages"]
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.25  # how often the program's modules are looked at (a scan costs well under 1 ms)
+SCAN_TIMEOUT_S = 60  # for the process that reads the installed distributions
 _BASES = frozenset({"torch", "triton", "pytorch-triton"})
 _SELF = frozenset({"torch", "triton", "tunegate"})  # a worker has these already
 
 
-def built_on_torch(distribution: str) -> bool:
-    """Whether `distribution` names torch or Triton among its requirements (extras too: a
-    library of kernels often makes its torch an extra, as fla-core does)."""
-    try:
-        requires = metadata.requires(distribution) or []
-    except metadata.PackageNotFoundError:
-        return False
-    for line in requires:
+def built_on_torch(requires: Iterable[str] | None) -> bool:
+    """Whether a distribution's requirements (`Distribution.requires`) name torch or Triton
+    (extras too: a library of kernels often makes its torch an extra, as fla-core does)."""
+    for line in requires or ():
         try:
             if canonicalize_name(Requirement(line).name) in _BASES:
                 return True
         except InvalidRequirement:
             continue
     return False
+
+
+def torch_packages(path: list[str]) -> set[str]:
+    """The top-level packages of the distributions on `path` built on torch or Triton: those
+    their `top_level.txt` names, else the first part of each file they install."""
+    found: set[str] = set()
+    for dist in metadata.distributions(path=path):
+        if not built_on_torch(dist.requires):
+            continue
+        declared = dist.read_text("top_level.txt")
+        if declared:
+            found.update(line.strip() for line in declared.splitlines() if line.strip())
+            continue
+        for file in dist.files or ():
+            top = PurePosixPath(str(file)).parts[0] if str(file) else ""
+            name = top.removesuffix(".py")
+            if name.isidentifier() and (name != top or len(PurePosixPath(str(file)).parts) > 1):
+                found.add(name)
+    return found - _SELF
+
+
+def _scan(path: list[str]) -> set[str]:
+    """`torch_packages(path)`, read in a process of its own: parsing the metadata of a few
+    hundred distributions (0.3 s and more on a GPU image) in this process's thread would hold
+    the program's GIL meanwhile. In this thread if that process cannot run."""
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, *sys.path])}
+    try:
+        done = subprocess.run([sys.executable, "-m", "tunegate.autotune.mirror", *path],
+                              capture_output=True, text=True, env=env,
+                              timeout=SCAN_TIMEOUT_S, check=True)
+        return set(json.loads(done.stdout))
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        log.debug("the distributions were read here, not in a process of their own: %s", e)
+        return torch_packages(path)
 
 
 class MirroredImports:
@@ -56,9 +95,8 @@ class MirroredImports:
     def __init__(self) -> None:
         self.seen: set[str] = set()
         self._tops: dict[str, bool] = {}  # top-level package: mirrored
-        self._owners: dict[str, list[str]] = {}
-        self._owners_path: list[str] | None = None  # sys.path when last looked at
-        self._built_on_torch: dict[str, bool] = {}
+        self._torch_packages: set[str] = set()
+        self._scanned: list[str] = []  # the sys.path entries whose distributions were read
 
     def new(self) -> list[str]:
         """The modules imported since the last call that a worker should import too, in the
@@ -79,27 +117,13 @@ class MirroredImports:
         if top in _SELF or top.startswith("_") or top in sys.stdlib_module_names \
                 or top in sys.builtin_module_names:
             return False
-        dists = self._owners.get(top)
-        if dists is None and self._path_has_new_distributions():
-            self._owners = metadata.packages_distributions()
-            dists = self._owners.get(top)
-        for dist in dists or ():
-            if dist not in self._built_on_torch:
-                self._built_on_torch[dist] = built_on_torch(dist)
-            if self._built_on_torch[dist]:
-                return True
-        return False
-
-    def _path_has_new_distributions(self) -> bool:
-        """Whether `sys.path` has an entry holding distributions since `_owners` was read.
-        Reading it scans every distribution (0.3 s where a GPU image has a few hundred, in a
-        thread that holds the program's GIL), and pytest adds each test folder to the path."""
-        if self._owners_path is None:
-            added = list(sys.path)
-        else:
-            added = [entry for entry in sys.path if entry not in self._owners_path]
-        self._owners_path = list(sys.path)
-        return bool(added) and next(iter(metadata.distributions(path=added)), None) is not None
+        if top not in self._torch_packages:
+            added = [entry for entry in sys.path if entry not in self._scanned]
+            self._scanned += added
+            # pytest adds each test folder to the path: a folder of no distribution is not read
+            if added and next(iter(metadata.distributions(path=added)), None) is not None:
+                self._torch_packages |= _scan(added)
+        return top in self._torch_packages
 
 
 def start(poll_s: float = POLL_S) -> threading.Event:
@@ -129,3 +153,7 @@ def _watch(poll_s: float, stop: threading.Event) -> None:
                 trace.event("mirror imports", first=names[0], modules=len(names))
                 preload(*names)
         stop.wait(poll_s)
+
+
+if __name__ == "__main__":  # `_scan`'s process: the packages, as JSON on stdout
+    json.dump(sorted(torch_packages(sys.argv[1:])), sys.stdout)
