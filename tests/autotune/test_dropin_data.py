@@ -303,17 +303,27 @@ def test_a_config_storing_past_the_end_is_rejected_when_the_others_outnumber_it(
     assert statuses.pop((64, 1, 4)) == "wrong" and set(statuses.values()) == {"ok"}, statuses
 
 
-def test_an_output_the_baseline_never_writes_goes_to_the_configs_that_write_it():
-    """Only the one-block config stores the row maxima; the two multi-block configs, the
-    baseline among them, outnumber it but leave `stats` wholly unwritten: the writer wins."""
+def test_an_output_the_baseline_never_writes_goes_to_the_more_configs_that_write_it():
+    """The one-block configs store the row maxima; the multi-block baseline leaves `stats`
+    wholly unwritten and is outnumbered: the widest writer replaces it."""
     x, y, stats = torch.randn(3, 40), torch.zeros(3, 40), torch.full((3,), 123.0)
     mod.stats_kernel[(3,)](x, y, stats, 40)
     top = x.max(dim=1).values
     assert torch.equal(stats, top) and torch.allclose(y, x - top[:, None])
-    assert _by_block(mod.stats_kernel) == {(64, None, 4): "ok", (32, None, 4): "wrong",
+    assert _by_block(mod.stats_kernel) == {(64, None, 4): "ok", (128, None, 4): "ok",
                                            (16, None, 4): "wrong"}
-    assert any("writes none of output stats_ptr" in n
+    assert any("output stats_ptr, which it writes none of" in n
                for n in mod.stats_kernel.last_result.notes)
+
+
+def test_an_output_the_call_opts_out_of_stays_the_caller_s_when_one_config_writes_it():
+    """The call asks for no sum (SAVE=False); the one config that writes it anyway is
+    outnumbered by the two that leave it alone, and rejected."""
+    x, y, total = torch.randn(60), torch.empty(60), torch.full((1,), 7.0)
+    mod.optional_output_kernel[(1,)](x, y, total, 60, SAVE=False)
+    assert torch.equal(y, 2 * x) and total.item() == 7.0
+    assert _by_block(mod.optional_output_kernel) == {(64, None, 4): "ok", (256, None, 4): "ok",
+                                                     (128, None, 4): "wrong"}
 
 
 @pytest.mark.parametrize("layout", ["own", "view"])

@@ -238,7 +238,7 @@ spilling_kernel = triton.autotune(
 
 
 # Row maxima: the one-block path stores them in `stats`, the multi-block path forgets to (a
-# real bug of the BLOCK < n configs). The two buggy blocks come first: the baseline is one.
+# real bug of the BLOCK < n configs). The buggy block comes first: it is the baseline.
 def _max_and_shift(x_ptr, y_ptr, stats_ptr, n, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     if BLOCK >= n:
@@ -260,8 +260,23 @@ def _max_and_shift(x_ptr, y_ptr, stats_ptr, n, BLOCK: tl.constexpr):
 
 
 stats_kernel = triton.autotune(
-    configs=[triton.Config({"BLOCK": b}) for b in (16, 32, 64)],
+    configs=[triton.Config({"BLOCK": b}) for b in (16, 64, 128)],
     key=["n"])(triton.jit(_max_and_shift))
+
+
+# y = 2x, and the sum of x into `total` where the call asks for it (SAVE); the BLOCK=128 config
+# writes `total` whatever the call asks (a bug), over what the caller keeps there.
+def _double_and_maybe_sum(x_ptr, y_ptr, total_ptr, n, SAVE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, 2 * x, mask=offs < n)
+    if SAVE or BLOCK == 128:
+        tl.store(total_ptr, tl.sum(x, axis=0))
+
+
+optional_output_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK": b}) for b in (64, 128, 256)],
+    key=["n"])(triton.jit(_double_and_maybe_sum))
 
 
 # A store without its tail mask: the BLOCK=64 config writes past the end of `y` (into the

@@ -10,9 +10,9 @@ baseline wrong), and a buggy unmasked store writes past the end (the wider write
 side with more distinct meta-parameter values wins; a wider side replaces the baseline, once,
 by its widest writer (one that uses no feature the baseline does not) and the search runs
 again; even sides stop the run. An output the baseline writes none of, which configs write,
-goes to the writers whatever their number: a caller passes an output to have it written, and
-a code path that forgets its store (the multi-block path of a kernel whose one-block path
-writes the statistics) is a likelier bug than one that writes what no config should.
+is voted on alike: a code path that forgets its store (the multi-block path of a kernel whose
+one-block path writes the statistics) and one that writes an output the call opts out of
+look the same from outside.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def wider_writers(trials: list[Trial], baseline: Config) -> list[Trial]:
 def coverage_vote(trials: list[Trial], baseline: Config, compared_with: str, region: Region
                   ) -> tuple[str, Config | None] | None:
     """Where configs write elements the baseline leaves unwritten (`wider_writers`) and the
-    baseline's side does not outnumber them, or write an output it leaves wholly unwritten
-    (whatever their number): why its writes are in doubt, and the widest
+    baseline's side does not outnumber them (an output it leaves wholly unwritten too): why
+    its writes are in doubt, and the widest
     writer to compare with instead (one that uses no feature the baseline does not), or None
     where the sides are even or no such config exists (the run stops). None where no config
     writes wider, or the baseline's side (itself and the configs that agree with it) is the
@@ -154,26 +154,19 @@ def coverage_vote(trials: list[Trial], baseline: Config, compared_with: str, reg
         return None
     ours = {_written_by(baseline), *(_written_by(t.config) for t in trials
                                      if t.status is Outcome.OK and t.config != baseline)}
-    whole = [t for t in wider if t.reason.evidence.get("whole")]  # type: ignore[union-attr]
-    if whole:  # an output the baseline leaves wholly unwritten: its writers win
-        wider = whole
     theirs = {_written_by(t.config) for t in wider} - ours
-    if not whole and len(theirs) < len(ours):
+    if len(theirs) < len(ours):
         return None
     first = wider[0]
     evidence = first.reason.evidence  # type: ignore[union-attr]
-    if whole:
-        why = (f"the baseline config looks wrong: it writes none of output "
-               f"{evidence['argument']}, which {len(theirs)} config value(s) write (e.g. "
-               f"{first.config.text()}), agreeing with {compared_with} wherever it writes")
-    else:
-        why = (f"the baseline config looks wrong: {len(theirs)} config value(s) (e.g. "
-               f"{first.config.text()}) agree with {compared_with} wherever it writes and "
-               f"also write elements of {evidence['argument']} it leaves unwritten "
-               f"({evidence['beyond']} of {evidence['total']}), against {len(ours)} that "
-               "write what it writes")
-        if len(theirs) == len(ours):
-            return why, None
+    what = (f"output {evidence['argument']}, which it writes none of" if evidence.get("whole")
+            else f"elements of {evidence['argument']} it leaves unwritten "
+                 f"({evidence['beyond']} of {evidence['total']})")
+    why = (f"the baseline config looks wrong: {len(theirs)} config value(s) (e.g. "
+           f"{first.config.text()}) agree with {compared_with} wherever it writes and also "
+           f"write {what}, against {len(ours)} that write what it writes")
+    if len(theirs) == len(ours):
+        return why, None
     own = _features_on(region, baseline)
     return why, next((t.config for t in wider if _features_on(region, t.config) <= own), None)
 

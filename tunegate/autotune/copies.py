@@ -26,8 +26,10 @@ import torch
 __all__ = ["copy_tensors", "margins", "overlapping", "restore"]
 
 # A storage is copied whole if what lies outside its views is at most this many bytes, or at
-# most twice what the views span: a slice of a padded buffer, not a window on a huge cache.
-WHOLE_STORAGE_SLACK = 64 << 20
+# most twice what the views span: a slice of a padded buffer, not a window on a large cache
+# (copied, and its margins read, at every checked launch: 64 MiB made a 256-element copy of a
+# 60 MB buffer's view take 11 s a call under the interpreter).
+WHOLE_STORAGE_SLACK = 1 << 20
 ALIGNMENT = 128  # bytes: a copy's offsets keep the caller's address modulo this
 GUARD_BYTES = 64 << 10  # poisoned memory before and after each copy (a multiple of ALIGNMENT)
 
