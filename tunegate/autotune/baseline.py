@@ -140,11 +140,11 @@ def wider_writers(trials: list[Trial], baseline: Config) -> list[Trial]:
 
 def coverage_vote(trials: list[Trial], baseline: Config, compared_with: str, region: Region
                   ) -> tuple[str, Config | None] | None:
-    """Where configs write elements the baseline leaves unwritten (`wider_writers`) and the
-    baseline's side does not outnumber them (an output it leaves wholly unwritten too): why
-    its writes are in doubt, and the widest
-    writer to compare with instead (one that uses no feature the baseline does not), or None
-    where the sides are even or no such config exists (the run stops). None where no config
+    """Where configs write elements the baseline leaves unwritten (`wider_writers`: of an
+    output it leaves wholly unwritten too) and the baseline's side does not outnumber them:
+    why its writes are in doubt, and the widest writer to compare with instead (one that uses
+    no feature the baseline does not), or None where the sides are even or no such config
+    exists (the run stops). None where no config
     writes wider, or the baseline's side (itself and the configs that agree with it) is the
     larger: the wider writers stay rejected.
     The sides are counted in distinct meta-parameter values, launch options aside: the
