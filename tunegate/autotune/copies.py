@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from .check import poison
+
 __all__ = ["copy_tensors", "margins", "overlapping", "restore"]
 
 # A storage is copied whole if what lies outside its views is at most this many bytes, or at
@@ -39,8 +41,6 @@ def copy_tensors(args: dict[str, Any], unread: Collection[str] = ()) -> dict[str
     with others, each at its own shape, strides and offset there, between two poisoned guards.
     A storage held by one dense tensor in `unread` (overwritten next: poisoned, zeroed) is left
     uninitialised, not copied."""
-    from .check import poison
-
     out = dict(args)
     for names in _storages(args):
         tensors = [args[n] for n in names]

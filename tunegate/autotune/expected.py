@@ -7,7 +7,6 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import TunegateError
-from .copies import copy_tensors
 from .nested import assemble
 from .task import Args, Task
 
@@ -41,12 +40,12 @@ class Expected(BaseModel):
                 for n, want in self.tensors.items()}
 
 
-def reference_outputs(task: Task, pristine: Args, zeroed: tuple[str, ...]
+def reference_outputs(task: Task, args: Args, zeroed: tuple[str, ...]
                       ) -> dict[str, torch.Tensor]:
-    """The state of every tensor after the reference ran on a copy of `pristine` (`zeroed`
-    outputs zeroed first, as the kernel sees them); a BaselineError says what it got wrong."""
+    """The state of every tensor after the reference ran on `args` (copies of a draw: see
+    `copies.copy_tensors`; `zeroed` outputs zeroed first, as the kernel sees them); a
+    BaselineError says what it got wrong."""
     assert task.reference is not None
-    args = copy_tensors(pristine)
     for name in zeroed:  # as the kernel sees them
         args[name].zero_()
     try:

@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import PurePosixPath
 from typing import Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -63,10 +62,9 @@ def torch_packages(path: list[str]) -> set[str]:
         if declared:
             found.update(line.strip() for line in declared.splitlines() if line.strip())
             continue
-        for file in dist.files or ():
-            top = PurePosixPath(str(file)).parts[0] if str(file) else ""
-            name = top.removesuffix(".py")
-            if name.isidentifier() and (name != top or len(PurePosixPath(str(file)).parts) > 1):
+        for file in dist.files or ():  # PackagePath: a PurePosixPath
+            name = file.parts[0].removesuffix(".py") if file.parts else ""
+            if name.isidentifier() and (len(file.parts) > 1 or file.suffix == ".py"):
                 found.add(name)
     return found - _SELF
 

@@ -147,21 +147,26 @@ class Runner:
 
     def _launch(self, pristine: Args, config: Config, into: Args | None = None,
                 second: bool = False) -> Args:
-        args = self.prepare(pristine, into, second)
+        return self._run(self.prepare(pristine, into, second), config)
+
+    def _run(self, args: Args, config: Config) -> Args:
         self.task.run(args, config)
         sync()
         return args
 
     def _expected(self, pristine: Args) -> Expected:
-        untouched = margins(copy_tensors(pristine, unread=tensors_of(pristine)))  # no launch
         if self.task.reference is not None:
-            expected = reference_outputs(self.task, pristine, self.zeroed)
+            args = copy_tensors(pristine)
+            untouched = margins(args)  # as every launch finds it
+            expected = reference_outputs(self.task, args, self.zeroed)
             return Expected(tensors={n: t for n, t in expected.items()
                                      if n not in self.not_compared}, margins=untouched)
         assert self.baseline is not None
         settling = not self._expected_cache  # what each tensor is, settled on draw 0 only
         try:
-            first = self._launch(pristine, self.baseline)
+            args = self.prepare(pristine)
+            untouched = margins(args)
+            first = self._run(args, self.baseline)
             second = self._launch(pristine, self.baseline, second=True)
             read = [n for n in self.poisoned if settling
                     and bool(follows_poison(first[n], second[n]).all())
