@@ -31,6 +31,8 @@ def test_a_wrong_config_writing_through_a_host_descriptor_is_rejected():
     assert mod.scale_desc.best_config.kwargs["BUG"] == 0
     assert torch.equal(y, x * 2 + 1)
     assert _statuses(mod.scale_desc)[1] == "wrong"
+    assert all(t.status == "ok" for t in mod.scale_desc.last_result.trials
+               if t.config["BUG"] == 0)  # the right tiles are kept (nothing else differs)
     assert x_desc.block_shape == [mod.scale_desc.best_config.kwargs[k] for k in ("BM", "BN")]
 
 
@@ -48,6 +50,8 @@ def test_a_wrong_config_writing_an_output_inside_a_tuple_is_rejected():
     assert torch.equal(a, src * 3) and torch.equal(b, src + 1)
     wrong = [t for t in mod.pair_scale.last_result.trials if t.config["BUG"] == 1]
     assert wrong[0].status == "wrong" and "dst_pair[1]" in wrong[0].reason.line()
+    assert all(t.status == "ok" for t in mod.pair_scale.last_result.trials
+               if t.config["BUG"] == 0)
 
 
 def test_flatten_names_each_nested_tensor_and_assemble_rebuilds_around_new_ones():
