@@ -326,16 +326,17 @@ def test_an_output_the_call_opts_out_of_stays_the_caller_s_when_one_config_write
                                                      (128, None, 4): "wrong"}
 
 
-@pytest.mark.parametrize("layout", ["own", "view"])
-def test_a_config_storing_past_the_end_of_its_tensor_is_rejected(layout):
+@pytest.mark.parametrize("layout, n", [("own", 100), ("view", 90)])  # a key each: both tune
+def test_a_config_storing_past_the_end_of_its_tensor_is_rejected(layout, n):
     """Past the end of a tensor of its own (a missing tail mask), or of a view into the
     caller's larger buffer, whose tail stays as the caller left it."""
-    x = torch.randn(100)
+    x = torch.randn(n)
     buf = torch.full((164,), -1.0)
-    y = torch.empty(100) if layout == "own" else buf[:100]
-    mod.overrun_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, y, 100)
-    assert torch.equal(y, 2 * x) and bool((buf[100:] == -1).all())
+    y = torch.empty(n) if layout == "own" else buf[:n]
+    mod.overrun_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n)
+    assert torch.equal(y, 2 * x) and bool((buf[n:] == -1).all())
     trials = {t.config["BLOCK"]: t for t in mod.overrun_kernel.last_result.trials}
+    assert not mod.overrun_kernel.last_result.reused
     assert trials.pop(64).reason.evidence["outside"] > 0
     assert {t.status for t in trials.values()} == {"ok"}
 
