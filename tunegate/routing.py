@@ -105,8 +105,11 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     if module and not _module_exists(target):
         raise KernelFileError(f"{target}: no such module (on sys.path: the current folder, "
                               "$PYTHONPATH and installed packages)")
-    interpret_without_gpu()  # before the program decorates its kernels
-    install()
+    trace.event("tunegate run", target=target)  # from here to "program": tunegate's start-up
+    with trace.span("gpu or interpreter"):
+        interpret_without_gpu()  # before the program decorates its kernels
+    with trace.span("install"):
+        install()
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [target, *args]
     try:
