@@ -13,6 +13,7 @@ import signal
 import sys
 from typing import Any, Sequence
 
+from .autotune import trace
 from .errors import TunegateError
 from .kernelfile import KernelFileError
 
@@ -95,8 +96,8 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     """
     import runpy
 
-    from .autotune import trace
     from .autotune.backend import interpret_without_gpu
+    from .autotune.run_memory import command_id
     from .autotune.warm import warm_up
     from .children import reaching_children
 
@@ -112,9 +113,12 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
         install()
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [target, *args]
+    command = command_id(target, args, module)
+    interrupted = False
     try:
         sys.path[:1] = [_first_on_path(target, module)]
-        warm_up(here=True)  # the workers start while the program does
+        # the workers start while the program does, unless it will only reuse stored bests
+        warm_up(here=True, spares=not _expects_reuse(command))
         trace.event("program", target=target)
         with reaching_children():
             if module:
@@ -124,6 +128,7 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
     except SystemExit as e:
         return _exit_status(e)
     except KeyboardInterrupt as e:  # a Ctrl-C, or the program's own raise: as python reports
+        interrupted = True
         _print_program_traceback(e)  # it (the command then ends by SIGINT, see cli.console)
         return -signal.SIGINT
     except TunegateError:  # tunegate's own (a kernel it cannot tune): said in one line
@@ -135,7 +140,36 @@ def run_program(target: str, args: Sequence[str] = (), *, module: bool = False) 
         trace.event("program ended")
         sys.argv, sys.path[:] = saved_argv, saved_path
         _print_tunings()
+        if not interrupted:
+            _remember(command)
     return 0
+
+
+def _store_path() -> str:
+    from .autotune.store import default_store_path
+
+    return str(default_store_path())
+
+
+def _expects_reuse(command: str) -> bool:
+    """Whether the command's last run ended with bests that are all still stored (see
+    `run_memory`); TUNEGATE_WARM=1 warms up whatever it expects."""
+    from .autotune.run_memory import expects_reuse
+
+    if os.environ.get("TUNEGATE_WARM") == "1":
+        return False
+    with trace.span("expects reuse"):
+        return expects_reuse(_store_path(), command)
+
+
+def _remember(command: str) -> None:
+    """The store keys of the bests this run ended with, for its next run (`run_memory`);
+    forgotten where a tuning ended without one."""
+    from .autotune import tunings
+    from .autotune.run_memory import remember
+
+    keys = [t.stored_as for t in tunings()]
+    remember(_store_path(), command, None if None in keys else keys)
 
 
 def _first_on_path(target: str, module: bool) -> str:

@@ -37,6 +37,7 @@ class Tuning:
     seconds: float = 0.0
     reused: bool = False  # a stored best, not a new search
     error: str | None = None
+    stored_as: tuple[str, str, str] | None = None  # the best's store key: task, problem, env
 
     def line(self) -> str:
         """The log line: kernel, key, winner (or why none), time, excluded and rejected."""
@@ -65,7 +66,9 @@ def record(kernel: str, key: str, configs: int, excluded: list[str], result: Any
                                          if t.status is not Outcome.OK)),
                     winner=winner, time_ms=getattr(result, "best_time_ms", None),
                     seconds=getattr(result, "wall_seconds", 0.0),
-                    reused=bool(getattr(result, "reused", False)), error=error)
+                    reused=bool(getattr(result, "reused", False)), error=error,
+                    stored_as=(result.task_fingerprint, result.problem, result.env)
+                    if result is not None and winner is not None else None)
     with _LOCK:
         _TUNINGS.append(tuning)
     log.info("%s", tuning.line())  # a failed tuning also raises: its error says the rest

@@ -18,7 +18,8 @@ meanwhile, where the cache lacks them (`launchers`).
 Nothing is started in a worker process (the kernels it imports define autotuners too), by the
 command line's verbs that never tune (`forbid`), in the processes a program under `tunegate run`
 starts (`children`), or with TUNEGATE_WARM=0; a compile server only with
-TUNEGATE_COMPILE_SERVER=1.
+TUNEGATE_COMPILE_SERVER=1. A `tunegate run` whose command's last run ended with bests that are
+all still stored forks the server only (`run_memory`), unless TUNEGATE_WARM=1.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = ["forbid", "preload", "wait_for_spares", "warm_up"]
 
 log = logging.getLogger(__name__)
 
-_STATE: dict[str, threading.Thread | bool] = {}
+_STATE: dict[str, threading.Thread | bool] = {}  # thread, forbidden, deferred
 
 
 def _forget_the_parents() -> None:
@@ -50,13 +51,16 @@ def forbid() -> None:
     _STATE["forbidden"] = True
 
 
-def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
+def warm_up(*, gpu_only: bool = False, here: bool = False, spares: bool = True) -> None:
     """Start the worker server and spare workers in the background, once per process;
     `gpu_only`: only on a host whose kernels run on a GPU (decided in the background too).
     `here`: the caller is at a clean point (the command line's start, before the program):
     the server is forked from this process once it has imported torch and Triton, which this
-    call then does first (see `worker.start_server`)."""
-    if _STATE.get("forbidden") or "thread" in _STATE or os.environ.get("TUNEGATE_WARM") == "0":
+    call then does first (see `worker.start_server`). Not `spares` (a run expected to reuse
+    every best, see `run_memory`): the server only; no spare, no mirrored import, and no
+    later call starts them; a tuning that needs workers starts its own from the server."""
+    if _STATE.get("forbidden") or _STATE.get("deferred") or "thread" in _STATE \
+            or os.environ.get("TUNEGATE_WARM") == "0":
         return
     if not here and os.environ.get(CHILDREN) == "1":
         # A process of a program under `tunegate run` (the program's forked child, too): a
@@ -86,6 +90,10 @@ def warm_up(*, gpu_only: bool = False, here: bool = False) -> None:
                     log.debug("no compile server: %s", why_not)
         except Exception as e:  # noqa: BLE001 - an optimisation: the thread starts it as ever
             log.debug("the worker server could not be forked here: %s: %s", type(e).__name__, e)
+    if not spares:
+        _STATE["deferred"] = True
+        trace.event("spares deferred")
+        return
     thread = threading.Thread(target=_start_spares, args=(gpu_only,), daemon=True,
                               name="tunegate-warm-up")
     _STATE["thread"] = thread
