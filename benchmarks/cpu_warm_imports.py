@@ -1,6 +1,8 @@
 """What `tunegate run`'s warm-up costs a program while it imports: the seconds a program spends
-importing libraries built on torch (after torch itself), stock against `tunegate run`, with
-and without the warm-up (TUNEGATE_WARM=0), interleaved, medians.
+importing libraries built on torch (after torch itself), and the whole process, stock against
+`tunegate run` warmed up (TUNEGATE_WARM=1), deferred (the program tunes nothing, so from its
+second run on `run_memory` defers the warm-up) and without any (TUNEGATE_WARM=0),
+interleaved, medians.
 
 The warm-up starts worker processes and mirrors the program's imports in them (`mirror`):
 work beside the program that must not slow it down. Usage:
@@ -15,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,9 +31,11 @@ DEFAULT_MODULES = ("torch._dynamo,torch.fx,torch.distributed,sympy,torch.utils.d
                    "hypothesis,pydantic")
 
 
-def _seconds(command: list[str], env: dict[str, str]) -> float:
+def _seconds(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """The program's imports' seconds, and the process's."""
+    start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return float(done.stdout.split()[-1])
+    return float(done.stdout.split()[-1]), time.perf_counter() - start
 
 
 def main() -> None:
@@ -45,20 +50,26 @@ def main() -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT), TUNEGATE_STORE=str(Path(folder) / "s"))
         env.pop("TRITON_INTERPRET", None)
         runs = {"stock python": ([sys.executable, str(program)], env),
-                "tunegate run": ([sys.executable, "-m", "tunegate", "run", str(program)], env),
+                "tunegate run, TUNEGATE_WARM=1": (
+                    [sys.executable, "-m", "tunegate", "run", str(program)],
+                    dict(env, TUNEGATE_WARM="1")),
+                "tunegate run, deferred": (
+                    [sys.executable, "-m", "tunegate", "run", str(program)], env),
                 "tunegate run, TUNEGATE_WARM=0": (
                     [sys.executable, "-m", "tunegate", "run", str(program)],
                     dict(env, TUNEGATE_WARM="0"))}
-        times: dict[str, list[float]] = {name: [] for name in runs}
+        _seconds(*runs["tunegate run, deferred"])  # a first run, for the memory to defer on
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
         for _ in range(args.reps):
             for name, (command, run_env) in runs.items():
                 times[name].append(_seconds(command, run_env))
-    base = statistics.median(times["stock python"])
-    print(f"{args.reps} interleaved runs each, the imports' seconds, medians "
-          f"({os.cpu_count()} CPUs): {args.modules}")
+    base = [statistics.median(t[i] for t in times["stock python"]) for i in (0, 1)]
+    print(f"{args.reps} interleaved runs each, medians ({os.cpu_count()} CPUs): {args.modules}")
+    print(f"{'':<32} {'imports':>9} {'':>6} {'process':>9}")
     for name, samples in times.items():
-        median = statistics.median(samples)
-        print(f"{name:<32} {median:6.2f} s  {median / base:5.2f}x")
+        imports, process = (statistics.median(t[i] for t in samples) for i in (0, 1))
+        print(f"{name:<32} {imports:7.2f} s {imports / base[0]:5.2f}x {process:7.2f} s "
+              f"{process / base[1]:5.2f}x")
 
 
 if __name__ == "__main__":
