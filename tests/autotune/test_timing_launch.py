@@ -47,16 +47,3 @@ def test_a_timed_launch_restores_what_triton_restores_and_copies_no_input(monkey
     assert result.mismatch is None  # each launch zeroed `out` and restored `acc`
     assert sources.count(pristine["x_ptr"].data_ptr()) == 1  # read only: copied once, for all
     assert sources.count(pristine["acc_ptr"].data_ptr()) >= 3  # restored before each launch
-
-
-@pytest.mark.gpu
-def test_warming_a_timing_ahead_leaves_the_draw_and_the_timing_as_they_were():
-    """A run worker pays a first timing's one-time costs (flush buffer, copy and comparison
-    kernels) while configs compile: the draw's inputs stay pristine, the timing still right."""
-    runner = Runner(TASK, seed=0, baseline=None)
-    assert runner.kind == "gpu"
-    pristine = runner.draw(0)[0]
-    before = {k: v.clone() for k, v in pristine.items() if isinstance(v, torch.Tensor)}
-    runner.warm_timing()
-    assert all(torch.equal(pristine[k], v) for k, v in before.items())
-    assert runner.time(Config(values={"BLOCK": 16})).mismatch is None

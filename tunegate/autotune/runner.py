@@ -496,34 +496,6 @@ class Runner:
         """What every launch restores, poisons or zeroes whatever it held."""
         return frozenset((*self.poisoned, *self.zeroed, *self.in_place))
 
-    def warm_timing(self) -> None:
-        """Pay a first timing's one-time costs ahead, on a GPU: Triton's L2 flush buffer and
-        timing events, and the copy, poison and comparison kernels of draw 0's tensors (CUDA
-        loads each kernel at its first launch). A run worker does this while its tuning's
-        configs are being compiled, off the path to the first timing."""
-        if self.kind != "gpu":
-            return
-        import triton.testing  # noqa: F401  (what `time` imports)
-        from triton import runtime
-
-        driver = runtime.driver.active
-        device = driver.get_device_interface()
-        flush = driver.get_empty_cache_for_benchmark()
-        start, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
-        start.record()
-        driver.clear_cache(flush)
-        end.record()
-        device.synchronize()
-        start.elapsed_time(end)
-        del flush
-        pristine, expected = self.draw(0)
-        args = self.prepare(pristine)
-        self.reset(pristine, args)
-        for name in self._compared(args, expected):
-            self._compare(name, expected.tensors[name], expected.tensors[name])
-        self._outside(args, expected)
-        sync()
-
     def time(self, config: Config, draw: int = 0, full: bool = True) -> TimeResult:
         """Median milliseconds per launch on one draw, and the check of the output the timing
         launches left (free: no extra launch), with the seconds comparing took.

@@ -7,7 +7,6 @@ it. It dies with its parent, and leaves Ctrl-C to the parent.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -20,8 +19,6 @@ from ..outcome import Outcome
 from . import steering, trace
 from .backend import COMPILE_ONLY
 from .workload import Setup, TaskRef
-
-log = logging.getLogger(__name__)
 
 __all__ = ["Loaded", "NotReady", "Preload", "Ready", "build_ahead", "child_main", "classify",
            "die_with_parent", "ready"]
@@ -178,20 +175,13 @@ def build_ahead(runner: Any) -> None:
     """What a run worker starts once it has said that it is ready, while the tuning hands the
     compile workers their configs: the launcher of draw 0's signature (see
     `launchers.build_launcher_ahead`), off the path to their first compile (a softmax run
-    worker's start took 0.1 s more for it); then a first timing's one-time costs
-    (`Runner.warm_timing`)."""
+    worker's start took 0.1 s more for it)."""
     from .runner import Runner
 
     if isinstance(runner, Runner) and runner.kind == "gpu" and runner.task.launch is None:
         from .launchers import build_launcher_ahead
 
         build_launcher_ahead(runner.task.kernel, runner.inputs(0))
-    if isinstance(runner, Runner):
-        try:
-            with trace.span("warm timing"):
-                runner.warm_timing()
-        except Exception as e:  # noqa: BLE001 - an optimisation: the first timing pays it
-            log.debug("timing not warmed: %s: %s", type(e).__name__, e)
 
 
 def _prepare_spare() -> None:
