@@ -52,16 +52,13 @@ def test_a_run_that_will_only_reuse_its_bests_starts_no_spare_worker(tmp_path):
     forced, events = _run(tmp_path, tag="forced", extra={"TUNEGATE_WARM": "1"})
     assert "spares started" in events and "spares deferred" not in events
     assert all(" reused " in r for r in _rows(forced)), forced.stderr
-
-
-def test_a_command_not_run_before_or_whose_bests_are_gone_warms_up(tmp_path):
-    _run(tmp_path, tag="first")
     _, events = _run(tmp_path, "--other-arguments", tag="other")  # another command line
     assert "spares started" in events
-    pruned = subprocess.run([sys.executable, "-m", "tunegate", "store", "prune", "--older-than", "0", "--store",
-                             str(tmp_path / "store.sqlite")], capture_output=True, text=True)
+    pruned = subprocess.run([sys.executable, "-m", "tunegate", "store", "prune", "--older-than",
+                             "0", "--store", str(tmp_path / "store.sqlite")],
+                            capture_output=True, text=True)
     assert pruned.returncode == 0, pruned.stderr
-    again, events = _run(tmp_path, tag="after-prune")
+    again, events = _run(tmp_path, tag="after-prune")  # its bests are gone
     assert "spares started" in events and "spares deferred" not in events
     assert not any(" reused " in r for r in _rows(again)), again.stderr
 
