@@ -17,8 +17,8 @@
 # (no worker server, no spare workers, no mirrored imports: what warming up costs a run that
 # tunes nothing); warm2 is a second run with TUNEGATE_WARM=1 (warmed up although its last run's
 # bests are all stored: what `run_memory`'s deferral saves); imports and imports2 are stock's collection and a second `tunegate run`'s, each with
-# PYTHONPROFILEIMPORTTIME=1 (python's per-module import times in the log: where a second run's
-# start-up goes); with IDS_GIVEN=1 the case lists
+# PYTHONPROFILEIMPORTTIME=1 and -s (python's per-module import times in the log, which pytest's
+# capture would swallow: where a second run's start-up goes); with IDS_GIVEN=1 the case lists
 # ids_fla.txt / ids_liger.txt already in peer/ are used as they are (no collection).
 # Each run starts on an empty Triton cache of its own (cold, as a first run is), except the second
 # tunegate run, which finds the first one's (as a second run of a suite does). A run over its
@@ -59,8 +59,8 @@ for d in $DIRS; do
           TUNEGATE_STORE=/tmp/peer-store-base.sqlite TUNEGATE_TRACE="$OUT/trace-base1-$d.jsonl" \
           python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
       tunegate2) run tunegate2 $d $SECOND_S tunegate env TUNEGATE_TRACE="$OUT/trace-tunegate2-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
-      imports) run imports $d $STOCK_S stock env PYTHONPROFILEIMPORTTIME=1 python3 -m pytest --collect-only ;;
-      imports2) run imports2 $d $SECOND_S tunegate env PYTHONPROFILEIMPORTTIME=1 TUNEGATE_TRACE="$OUT/trace-imports2-$d.jsonl" python3 -m tunegate run -m pytest --collect-only ;;
+      imports) run imports $d $STOCK_S stock env PYTHONPROFILEIMPORTTIME=1 python3 -m pytest --collect-only -s ;;
+      imports2) run imports2 $d $SECOND_S tunegate env PYTHONPROFILEIMPORTTIME=1 TUNEGATE_TRACE="$OUT/trace-imports2-$d.jsonl" python3 -m tunegate run -m pytest --collect-only -s ;;
       warm2) run warm2 $d $SECOND_S tunegate env TUNEGATE_WARM=1 TUNEGATE_TRACE="$OUT/trace-warm2-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
       nowarm2) run nowarm2 $d $SECOND_S tunegate env TUNEGATE_WARM=0 TUNEGATE_TRACE="$OUT/trace-nowarm2-$d.jsonl" python3 -m tunegate run -m pytest -o log_cli=true --log-cli-level=DEBUG ;;
     esac

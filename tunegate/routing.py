@@ -153,10 +153,11 @@ def _store_path() -> str:
 
 def _expects_reuse(command: str) -> bool:
     """Whether the command's last run ended with bests that are all still stored (see
-    `run_memory`); TUNEGATE_WARM=1 warms up whatever it expects."""
+    `run_memory`); not asked where TUNEGATE_WARM says what to do (1: warm up whatever it
+    expects; 0: never)."""
     from .autotune.run_memory import expects_reuse
 
-    if os.environ.get("TUNEGATE_WARM") == "1":
+    if os.environ.get("TUNEGATE_WARM") in ("0", "1"):
         return False
     with trace.span("expects reuse"):
         return expects_reuse(_store_path(), command)
