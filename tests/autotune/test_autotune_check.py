@@ -109,3 +109,42 @@ def test_written_beyond_counts_exactly_the_elements_a_launch_wrote_outside_the_m
     if bad is not None:
         assert bad.beyond == bad.mismatched == beyond and bad.unwritten == 0
         assert "written where the baseline config writes none" in bad.summary()
+
+
+_SPECIAL = st.sampled_from([0.0, float("nan"), float("inf"), -float("inf"), 1e-30, 6e4])
+
+
+@settings(max_examples=150, deadline=None)
+@given(dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.float64]),
+       row_scaled=st.booleans(),
+       rows=st.lists(st.lists(st.tuples(st.floats(-1e3, 1e3, allow_nan=False, width=32),
+                                        st.floats(-1e-3, 1e-3, allow_nan=False), _SPECIAL,
+                                        st.integers(0, 9)),
+                              min_size=3, max_size=3), min_size=1, max_size=4))
+def test_a_kept_bound_judges_every_output_as_the_plain_comparison_does(dtype, row_scaled, rows):
+    """Outputs near, at and far from the expected values, with NaN, inf and exact matches,
+    against expected values with and without them: compared through one kept Bound, one after
+    another, each gets the plain comparison's verdict and evidence."""
+    from tunegate.autotune.check import Bound
+
+    def grid(i: int, cast: bool = True) -> torch.Tensor:
+        t = torch.tensor([[cell[i] for cell in row] for row in rows], dtype=torch.float64)
+        return t.to(dtype) if cast else t
+
+    special, choice = grid(2), grid(3, cast=False)
+    plain = grid(0)
+    for want in (plain, torch.where(choice == 1, special, plain)):
+        rtol, atol = tolerance(dtype)
+        bound = Bound(want, dtype, rtol, atol, row_scaled)
+        near = (want.double() * (1 + grid(1, cast=False))).to(dtype)
+        for got in (want.clone(), near, torch.where(choice == 0, special, want), want.clone()):
+            assert compare("y", got, want, row_scaled=row_scaled, bound=bound) == \
+                compare("y", got, want, row_scaled=row_scaled)
+
+
+def test_a_bound_of_other_tolerances_is_refused():
+    from tunegate.autotune.check import Bound
+
+    want = torch.ones(4)
+    with pytest.raises(ValueError, match="other tolerances"):
+        compare("y", want, want, bound=Bound(want, torch.float32, 0.5, 0.5, False))

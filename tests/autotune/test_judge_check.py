@@ -182,3 +182,23 @@ def test_bits_differ_sees_one_flipped_bit_between_any_two_layouts(dtype, offset)
         flipped = b.clone()
         flipped.view(-1)[:1].view(torch.uint8)[0] ^= 1
         assert bool(bits_differ(a, flipped))
+
+
+def test_timings_are_compared_through_one_kept_bound_per_written_output():
+    """Draw 0's expected output gets one kept tolerance bound (its input none: what a launch
+    only reads is compared bit for bit); a config that rounds otherwise passes through it, a
+    wrong one after it still fails, with the plain comparison's evidence."""
+    runner = _runner(jk.ROUND_TRIP, {"BLOCK": 16, "VIA": 0, "WRONG": 0})
+
+    def timed(via: int, wrong: int):
+        return runner.time(Config(values={"BLOCK": 16, "VIA": via, "WRONG": wrong})).mismatch
+
+    assert timed(0, 0) is None and timed(1, 0) is None
+    bad = timed(1, 1)
+    assert bad is not None and bad.argument == "y_ptr" and bad.row_scaled
+    assert list(runner._bounds) == [("y_ptr", torch.float32)]
+    assert not runner._bounds[("y_ptr", torch.float32)].exact  # VIA=1 differed in its bits
+    args = runner.prepare(runner.inputs(0))
+    runner.task.run(args, Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 1}))
+    assert bad == compare("y_ptr", args["y_ptr"], runner.draw(0)[1].tensors["y_ptr"],
+                          row_scaled=True)

@@ -28,8 +28,8 @@ import torch
 
 from ..space.space import Config
 from . import trace
-from .check import Mismatch, bits_differ, compare, follows_poison, poison, working_dtype, \
-    written_beyond, written_outside
+from .check import Bound, Mismatch, bits_differ, compare, follows_poison, poison, tolerance, \
+    working_dtype, written_beyond, written_outside
 from .copies import copy_tensors, margins, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
@@ -47,6 +47,9 @@ SHORT_WARMUP_MS, SHORT_REP_MS = 3, 10
 # A tuning's stress draws are made once and kept for its next stress check while they take no
 # more memory than this (else each check makes its own, as a big problem's would not fit twice).
 KEPT_STRESS_BYTES = 1 << 30
+# Tolerance bounds of draw 0's expected floats are kept for the compares of every timing while
+# they take no more memory than this (see `check.Bound`).
+KEPT_BOUND_BYTES = 1 << 30
 
 
 class Runner:
@@ -66,6 +69,8 @@ class Runner:
         self._fresh = FRESH_DRAWS
         self._stress_kept: list[tuple[Args, Expected]] = []  # see `_stress_draws`
         self._groups: list[tuple[str, dict[str, torch.Tensor]]] = []  # see `vote`
+        self._bounds: dict[tuple[str, torch.dtype], Bound | None] = {}  # see `_bound`
+        self._bound_bytes = 0
         if task.reference is None and baseline is None:
             raise BaselineError("no reference function and no baseline config")
         self.in_place = task.written_in_place()
@@ -305,9 +310,32 @@ class Runner:
         """`compare` with the task's tolerances; against a baseline (no reference) floats are
         compared row-scaled: its reduction order is no more right than the config's. A zeroed
         buffer of partial sums whose layout depends on the config is compared by its sums."""
-        judge = compare_partials if name in self.zeroed else compare
-        return judge(name, got, want, self.task.tolerances,
-                     row_scaled=self.task.reference is None, working=self._working)
+        row_scaled = self.task.reference is None
+        if name in self.zeroed:
+            return compare_partials(name, got, want, self.task.tolerances,
+                                    row_scaled=row_scaled, working=self._working)
+        return compare(name, got, want, self.task.tolerances, row_scaled=row_scaled,
+                       working=self._working, bound=self._bound(name, got, want))
+
+    def _bound(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Bound | None:
+        """The kept `check.Bound` of `want` where it is draw 0's expected `name` (what every
+        timing's output is compared with) and a launch writes `name`, while the kept bounds
+        fit KEPT_BOUND_BYTES."""
+        zero = self._expected_cache.get(0)
+        if (name not in self._rewritten or zero is None or zero.tensors.get(name) is not want
+                or got.device != want.device):
+            return None
+        key = (name, got.dtype)
+        if key not in self._bounds:
+            size = Bound.nbytes(want, got.dtype)
+            if size is None or self._bound_bytes + size > KEPT_BOUND_BYTES:
+                self._bounds[key] = None
+            else:
+                rtol, atol = tolerance(got.dtype, self.task.tolerances, self._working)
+                self._bounds[key] = Bound(want, got.dtype, rtol, atol,
+                                          row_scaled=self.task.reference is None)
+                self._bound_bytes += size
+        return self._bounds[key]
 
     @cached_property
     def _working(self) -> torch.dtype | None:
