@@ -138,8 +138,22 @@ def test_a_kept_bound_judges_every_output_as_the_plain_comparison_does(dtype, ro
         bound = Bound(want, dtype, rtol, atol, row_scaled)
         near = (want.double() * (1 + grid(1, cast=False))).to(dtype)
         for got in (want.clone(), near, torch.where(choice == 0, special, want), want.clone()):
-            assert compare("y", got, want, row_scaled=row_scaled, bound=bound) == \
-                compare("y", got, want, row_scaled=row_scaled)
+            plain = compare("y", got, want, row_scaled=row_scaled)
+            assert compare("y", got, want, row_scaled=row_scaled, bound=bound) == plain
+            assert (plain is None) == _inside(got, want, rtol, atol, row_scaled)
+
+
+def _inside(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float,
+            row_scaled: bool) -> bool:
+    """The tolerance's definition, element by element, in the dtype the difference is taken
+    in: a NaN matches a NaN, an inf the same inf."""
+    from tunegate.autotune.check import _row_scale
+
+    wide = torch.float64 if got.dtype == torch.float64 else torch.float32
+    g, e = got.to(wide), want.to(wide)
+    scale = _row_scale(e) if row_scaled else e.abs()
+    ok = ((g - e).abs() <= atol + rtol * scale) | (g.isnan() & e.isnan()) | (g.isinf() & (g == e))
+    return bool(ok.all())
 
 
 def test_a_bound_of_other_tolerances_is_refused():
