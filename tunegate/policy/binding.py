@@ -20,10 +20,9 @@ from ..space.features import FEATURES, uses
 from ..space.space import Space
 from ._arith import evaluate
 from .call import CALL_FACTS, CallFacts, DescriptorSite, call_fact
-from .loops import LOOP_OPTIONS
 from .predicate import MISSING
 from .rules import Rule
-from .traits import KernelTraits
+from .traits import LOOP_OPTIONS, KernelTraits
 
 __all__ = ["Binding", "Driver", "Site", "bind"]
 

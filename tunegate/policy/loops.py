@@ -16,17 +16,9 @@ from ._arith import evaluate
 from ._call_events import CallEvents
 from ._source import FunctionSource
 from ._walk import Event, Loop, LoopKind, OptionSource, Walk, call_name, marker, root_of
+from .traits import LOOP_OPTIONS
 
 __all__ = ["LOOP_OPTIONS", "Event", "Loop", "OptionSource", "Walk", "walk_kernel"]
-
-LOOP_OPTIONS: dict[str, str] = {
-    "num_stages": "range_num_stages",
-    "loop_unroll_factor": "range_unroll",
-    "flatten": "range_flatten",
-    "warp_specialize": "range_warp_specialize",
-    "disallow_acc_multi_buffer": "range_multi_buffer",
-}
-"""A `tl.range` keyword argument -> the feature it controls."""
 
 _RANGE_POSITIONS = ("arg1", "arg2", "step", "num_stages", "loop_unroll_factor",
                     "disallow_acc_multi_buffer", "flatten", "warp_specialize")
