@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import ast
 import json
-import logging
 import re
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pydantic import ValidationError
 
 from .domains import Boolean, Choice, IntRange, Permutation, PerLoop, PowerOfTwo
 from .space import Config, InvalidConfig, Parameter, Space
 
+if TYPE_CHECKING:
+    import logging
+
 __all__ = ["HELION_FIELDS", "field_element", "helion_config", "helion_space", "helion_space_for",
            "is_triton_name", "parse_config_text"]
 
-log = logging.getLogger(__name__)
+
+def _log() -> logging.Logger:
+    """This module's logger: `logging` is imported only for a config that needs a note."""
+    import logging
+
+    return logging.getLogger(__name__)
+
 
 _POW2_OR_NONE = (None,) + tuple(2**i for i in range(4, 13))
 _TRISTATE = (None, False, True)
@@ -159,8 +167,8 @@ def _plural(values: Mapping[str, Any]) -> dict[str, Any]:
             if name + "s" in out:
                 raise InvalidConfig(f"cannot give both {name!r} and {name + 's'!r} (Helion refuses "
                                     "it too)")
-            log.info("Helion config field %r read as %r (Helion's one-loop spelling)", name,
-                     name + "s")
+            _log().info("Helion config field %r read as %r (Helion's one-loop spelling)", name,
+                        name + "s")
             out[name + "s"] = [out.pop(name)]
     return out
 
@@ -169,24 +177,26 @@ def _readable(name: str, value: Any) -> Any:
     if name == "block_sizes" and isinstance(value, (list, tuple)) and any(
             isinstance(v, (list, tuple)) for v in value):
         flat = [x for v in value for x in (v if isinstance(v, (list, tuple)) else [v])]
-        log.info("nested Helion block_sizes %r read flat as %r (Helion's older form)", value, flat)
+        _log().info("nested Helion block_sizes %r read flat as %r (Helion's older form)", value,
+                    flat)
         return flat
     if name in _SCHEMA:
         return value
     if all(v is None or isinstance(v, (bool, int, float, str)) for v in _items(value)):
         return value
     text = json.dumps(value, sort_keys=True, default=repr)
-    log.info("Helion config field %r = %r is kept as its JSON text %r", name, value, text)
+    _log().info("Helion config field %r = %r is kept as its JSON text %r", name, value, text)
     return text
 
 
 def _parameter_for(name: str, value: Any) -> Parameter:
     if name not in _SCHEMA:
         if name.startswith(_BACKEND_PREFIXES):
-            log.debug("Helion backend field %r = %r: kept as given; no rule reads it", name, value)
+            _log().debug("Helion backend field %r = %r: kept as given; no rule reads it", name,
+                         value)
         else:
-            log.warning("unknown Helion config field %r = %r: kept as given; no rule can see it "
-                        "(known: %s)", name, value, ", ".join(HELION_FIELDS))
+            _log().warning("unknown Helion config field %r = %r: kept as given; no rule can see "
+                           "it (known: %s)", name, value, ", ".join(HELION_FIELDS))
         return Parameter(domain=_as_given(name, value))
     group, element, features = _SCHEMA[name]
     if name in _WRITTEN:
