@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._text import short_hash
 from ..space.features import FEATURES_VERSION
@@ -13,10 +14,12 @@ from .availability import availability_rules
 from .env import Environment
 from .layers import AppliedLayer, LayerReport, Override, override
 from .loader import PolicyError, Problem, discover_layers, load_file
-from .region import Region, gate
 from .rules import Rule, SwitchOff
 from .traits import KernelTraits
 from .verdict import Verdict, judge
+
+if TYPE_CHECKING:
+    from .region import Region
 
 __all__ = ["Policy"]
 
@@ -121,6 +124,8 @@ class Policy:
 
     def gate(self, space: Space, env: Environment, traits: KernelTraits | None = None,
              *, assume_unknown: bool = True) -> Region:
+        from .region import gate  # the region search: only for a command that gates a space
+
         return gate(space, self.effective(env), env, traits, assume_unknown=assume_unknown)
 
     def effective(self, env: Environment) -> list[Rule]:
