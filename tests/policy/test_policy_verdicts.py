@@ -1,6 +1,9 @@
 """Verdicts and regions: version gates, `until`, unknown facts, and sampling a gated region."""
 
+import os
 import random
+import subprocess
+import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -137,3 +140,14 @@ def test_a_tl_range_argument_the_installed_triton_lacks_excludes_its_feature():
     # a what-if Triton version is not the installed one: its signature is unknown
     what_if = env.with_overrides({"triton": "3.9.0"})
     assert policy.explain(SPACE.default().replace(flat=True), SPACE, what_if).status == "allowed"
+
+
+def test_a_rules_conditions_are_said_in_one_order_whatever_the_hash_seed():
+    """`policy explain` lists a rule's unmet conditions in the order their fields are declared:
+    the same text in every run (the written set's order followed string hashing)."""
+    code = ("from tunegate.policy import Conditions; print(list(Conditions(device='cpu', "
+            "capability='>=9.0', torch='>=2', triton='>=3').given()))")
+    said = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(4)}
+    assert said == {"['triton', 'torch', 'device', 'capability']\n"}

@@ -197,8 +197,10 @@ class Conditions(BaseModel):
         return traits
 
     def given(self) -> dict[str, Any]:
-        """The keys that were written, with their values."""
-        return {k: getattr(self, k) for k in self.model_fields_set if getattr(self, k)}
+        """The keys that were written, with their values, in the order the fields are declared
+        (not the written set's: its order changes from run to run with string hashing)."""
+        return {k: getattr(self, k) for k in type(self).model_fields
+                if k in self.model_fields_set and getattr(self, k)}
 
     def is_empty(self) -> bool:
         return not self.given()
