@@ -266,25 +266,22 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
             bound.exact = False
     if not row_scaled and surely_inside(g, e, rtol, atol):  # 16-bit floats, in their dtype
         return None
-    if not _bitwise(got.dtype):
-        # Without a kept bound, the elementwise one first: inside it is inside the row-scaled
-        # one too (a row's scale is at least the element's |expected|), and it needs no pass
-        # over the rows.
-        if (bound or Bound(e, got.dtype, rtol, atol, row_scaled=False)).admits(g):
-            return None
     max_abs = max_rel = None
     if _bitwise(got.dtype):
         bad = _bits(g) != _bits(e)
         unwritten = int((bad & (_holds_poison(g, False) | _holds_poison(g, True))).sum())
     else:
-        gw = g.to(_wide(got.dtype))
-        ew = bound.wide if bound is not None else e.to(_wide(got.dtype))
+        # Without a kept bound, the elementwise one first: inside it is inside the row-scaled
+        # one too (a row's scale is at least the element's |expected|), and it needs no pass
+        # over the rows.
+        first = bound or Bound(e, got.dtype, rtol, atol, row_scaled=False)
+        if first.admits(g):
+            return None
+        judge = first if first.row_scaled == row_scaled else \
+            Bound(e, got.dtype, rtol, atol, row_scaled)
+        gw, ew = g.to(_wide(got.dtype)), judge.wide
         diff = (gw - ew).abs()
-        if bound is not None:
-            limit = bound.limit
-        else:
-            limit = atol + rtol * (_row_scale(ew) if row_scaled else ew.abs())
-        bad = ~(diff <= limit)
+        bad = ~(diff <= judge.limit)
         if not bool(bad.any()):
             return None
         bad &= ~((gw.isnan() & ew.isnan()) | (gw.isinf() & (gw == ew)))
