@@ -6,8 +6,13 @@ after each re-timing of a contender), an experimental config's quick check on a 
 (two launches, two compares: `second_draw_check_s`), and the winner's stress check (200 launches over 12 fresh draws, each launch restored, poisoned and
 compared bit for bit with its draw's first). Each part is timed here on a GPU with the list's
 first config, the median of `--repeat` runs, and the stress check once more under cProfile.
+`--dropin` measures them as `tunegate run` checks a program's call: no reference, the first
+config as the baseline, draws made from the call's own tensors (`inputs.CallerData`), and
+adds the device's time per operation (torch.profiler) for the stress check of a config with
+and without race hazards, and for the compare after a timing.
 
-    python benchmarks/check_costs.py [--lists softmax_8192 matmul_4096] [--json FILE]
+    python benchmarks/check_costs.py [--lists softmax_8192 matmul_4096] [--dropin] [--smoke]
+                                     [--json FILE]
 """
 
 from __future__ import annotations
@@ -41,14 +46,41 @@ def _seconds(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
-def costs(name: str, repeat: int) -> dict[str, Any]:
+def _device_ops(fn: Callable[[], Any], rows: int = 12) -> str:
+    """The device's time per operation over one run of `fn` (torch.profiler), largest first."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA]
+                                           if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        fn()
+    key = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+    return prof.key_averages().table(sort_by=key, row_limit=rows)
+
+
+def _runner(name: str, dropin: bool, smoke: bool) -> tuple[Any, Any]:
+    """The list's task in a Runner, as `tunegate run` makes it if `dropin`, and its first
+    config."""
     from benchmarks.bench_gpu import _task_of
+    from tunegate.autotune.device import device_kind
+    from tunegate.autotune.inputs import CallerData
     from tunegate.autotune.runner import Runner
+
+    task, _, _ = _task_of(name, smoke=smoke)
+    config = task.configs[0]
+    if not dropin:
+        return Runner(task, seed=0, baseline=None), config
+    device = "cuda" if device_kind() == "gpu" else "cpu"
+    call = CallerData(task.make_inputs(0, device), seed=0)
+    return Runner(task.model_copy(update={"reference": None}), seed=0, baseline=config,
+                  inputs=call), config
+
+
+def costs(name: str, repeat: int, dropin: bool = False, smoke: bool = False) -> dict[str, Any]:
     from tunegate.autotune.stress import StressCheck
 
-    task, _, _ = _task_of(name, smoke=False)
-    config = task.configs[0]
-    runner = Runner(task, seed=0, baseline=None)
+    runner, config = _runner(name, dropin, smoke)
     runner.warm(config)
     pristine, expected = runner.draw(0)
     fresh = iter(range(10**6, 10**7))
@@ -74,6 +106,18 @@ def costs(name: str, repeat: int) -> dict[str, Any]:
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
     out["stress_profile"] = text.getvalue()
+    if dropin:
+        out["stress_no_race_s"] = _seconds(lambda: runner.stress(
+            config, StressCheck().resolved(runner.kind, 3.0, can_race=False)), 3)
+        out["retime_s"] = _seconds(lambda: runner.time(config, full=False, compare=False),
+                                   repeat)
+        for part, fn in (
+                ("stress", lambda: runner.stress(config, StressCheck().resolved(runner.kind, 3.0))),
+                ("stress_no_race", lambda: runner.stress(
+                    config, StressCheck().resolved(runner.kind, 3.0, can_race=False))),
+                ("fresh_draw", lambda: runner._fresh_draw(next(fresh))),
+                ("compare", lambda: runner.mismatch(args, expected))):
+            out["stress_profile"] += f"\n{part}: device time per operation\n" + _device_ops(fn)
     return out
 
 
@@ -81,11 +125,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lists", nargs="+", default=["softmax_8192", "matmul_4096"])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dropin", action="store_true",
+                        help="check as `tunegate run` does: a baseline, the call's own data")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes (a dry run)")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args()
     results = []
     for name in args.lists:
-        result = costs(name, args.repeat)
+        result = costs(name, args.repeat, args.dropin, args.smoke)
         results.append(result)
         for key, value in result.items():
             if key != "stress_profile":

@@ -323,7 +323,7 @@ def progress_line(event: dict[str, Any]) -> str | None:
         hazards = event.get("hazards")
         why = "" if hazards is None else (
             f" (race hazards: {'; '.join(hazards)})" if hazards else
-            " (no race hazard: its fresh draws under both poisons)")
+            " (no race hazard: its fresh draws, one launch each)")
         return f"      stress-checking the fastest: {event['config'].text()}{why}"
     if event["event"] == "stress":
         t = event["trial"]

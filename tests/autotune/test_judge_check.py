@@ -46,6 +46,37 @@ def test_skipping_an_element_whose_right_value_is_the_poison_fails(kernel, with_
     assert bad.first_index == [jk.N - 1]
 
 
+@pytest.mark.parametrize("with_reference", [True, False])
+def test_a_stress_check_adds_the_second_poison_only_where_the_first_could_hide_a_skip(
+        with_reference):
+    """One launch per draw under the first poison; a draw whose right output holds NaN is
+    launched again under the second, so a skipped NaN element still fails; a draw whose
+    right output holds no NaN gets no second launch (every element not NaN was written)."""
+    spec = jk.ROOT
+    reference = (lambda x_ptr, y_ptr, n: x_ptr.sqrt()) if with_reference else None
+    runner = _runner(Task(**spec, reference=reference),
+                     None if with_reference else {"BLOCK": 64, "SKIP": 0})
+    once = StressCheck(min_launches=1, max_launches=1, draws=1)
+    report = runner.stress(Config(values={"BLOCK": 64, "SKIP": 1}), once)
+    assert not report.passed and report.launches == 2 and report.first_mismatch.unwritten == 1
+    report = runner.stress(Config(values={"BLOCK": 64, "SKIP": 0}), once)
+    assert report.passed and report.launches == 2
+
+    runner = _runner(Task(**{**spec, "make_inputs": _positive_root_inputs}, reference=reference),
+                     None if with_reference else {"BLOCK": 64, "SKIP": 0})
+    three = StressCheck(min_launches=3, max_launches=3, draws=3)
+    report = runner.stress(Config(values={"BLOCK": 64, "SKIP": 0}), three)
+    assert report.passed and report.launches == 3
+    report = runner.stress(Config(values={"BLOCK": 64, "SKIP": 1}), three)  # NaN where a number
+    assert report.wrong == 3 and report.launches == 3 and report.first_mismatch.unwritten == 1
+
+
+def _positive_root_inputs(seed: int, device: str) -> dict:
+    """`jk.root_inputs` with every x positive: no right y is NaN."""
+    args = jk.root_inputs(seed, device)
+    return {**args, "x_ptr": args["x_ptr"].abs() + 0.5}
+
+
 def test_an_output_the_baseline_never_writes_is_no_output_and_a_tail_is_not_compared():
     runner = _runner(jk.SCALE, {"BLOCK": 64, "WRONG": 0})  # used to raise BaselineError
     # z_ptr is watched for writes alone (a config writing it disputes the baseline)

@@ -114,16 +114,16 @@ def test_kernels_with_readable_helpers_and_no_assembly_have_neither_trait():
         assert not {"inline_asm", "opaque_call"} & traits, (kernel, traits)
 
 
-def test_a_config_without_hazards_gets_its_draws_under_both_poisons_and_no_more():
+def test_a_config_without_hazards_gets_one_launch_per_draw_and_no_more():
     light = StressCheck().resolved("gpu", tuned_seconds=100.0, can_race=False)
-    assert (light.min_launches, light.max_launches, light.draws, light.seconds) == (24, 24, 12, 0)
+    assert (light.min_launches, light.max_launches, light.draws, light.seconds) == (12, 12, 12, 0)
     assert StressCheck().resolved("gpu", tuned_seconds=100.0).min_launches == 200
     asked = StressCheck(min_launches=300, draws=5).resolved("gpu", can_race=False)
     assert (asked.min_launches, asked.max_launches, asked.draws) == (300, 300, 5)
     capped = StressCheck(max_launches=10).resolved("gpu", can_race=False)  # the user's cap
     assert (capped.min_launches, capped.max_launches, capped.draws) == (10, 10, 10)
     interpreter = StressCheck().resolved("interpreter", can_race=False)
-    assert (interpreter.min_launches, interpreter.draws) == (8, 4)
+    assert (interpreter.min_launches, interpreter.draws) == (4, 4)
 
 
 def _contest(tmp_path, times: dict[int, float]) -> tuple[Config, list[Trial]]:
@@ -161,7 +161,7 @@ def test_the_progress_line_says_why_the_winner_is_stressed_as_it_is():
 
     config = Config(values={"BLOCK": 64})
     line = progress_line({"event": "winner_check", "config": config, "hazards": ()})
-    assert line.endswith("BLOCK=64 (no race hazard: its fresh draws under both poisons)")
+    assert line.endswith("BLOCK=64 (no race hazard: its fresh draws, one launch each)")
     line = progress_line({"event": "winner_check", "config": config,
                           "hazards": ("the kernel's atomics (line 3: tl.atomic_add(p, x))",)})
     assert line.endswith("(race hazards: the kernel's atomics (line 3: tl.atomic_add(p, x)))")

@@ -32,4 +32,6 @@ def test_only_contenders_are_timed_again_in_turns_and_the_winner_is_one(tmp_path
     turns = [t.config for t in full]
     assert len(rounds) == 1 or turns[:len(rounds)] != turns[len(rounds):2 * len(rounds)]
     assert result.best in rounds
-    assert all(t.checked_launches >= 2 for t in full)  # each timing's output checked too
+    # the first timing's output checked; timing again on that input can show only a race,
+    # the winner's stress check's part
+    assert all(t.checked_launches >= 1 for t in full)

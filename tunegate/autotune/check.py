@@ -36,7 +36,8 @@ import torch
 from .mismatch import ROW_SCALE_CAP, Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Bound", "Mismatch", "bits_differ", "compare", "follows_poison",
-           "poison", "surely_inside", "tolerance", "working_dtype", "written_beyond"]
+           "holds_poison", "poison", "surely_inside", "tolerance", "working_dtype",
+           "written_beyond"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -82,36 +83,41 @@ def working_dtype(tensors: Any) -> torch.dtype | None:
     return max(floats, key=lambda d: DEFAULT_TOLERANCES[_name(d)][0])
 
 
+def _poison_value(dtype: torch.dtype, second: bool) -> float | int | bool:
+    """The first or second poison of `dtype` (of its bytes, as uint8, for fp8)."""
+    if dtype in _FP8:
+        return 0x7B if second else 0x7F  # finite / NaN in e4m3fn and e5m2
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.finfo(dtype).max if second else float("nan")
+    if dtype == torch.bool:
+        return not second
+    info = torch.iinfo(dtype)
+    if info.min < 0:
+        return info.max if second else info.min
+    return info.max - 1 if second else info.max
+
+
 def poison(t: torch.Tensor, second: bool = False) -> None:
     """Fill with a value no correct kernel writes by accident: NaN, or an integer sentinel; with
     `second`, another value (the largest finite float, another sentinel), for `follows_poison`."""
+    (t.view(torch.uint8) if t.dtype in _FP8 else t).fill_(_poison_value(t.dtype, second))
+
+
+def holds_poison(t: torch.Tensor, second: bool) -> torch.Tensor:
+    """Per element: does `t` hold the (first or second) poison? Any NaN counts as the first.
+    One pass over `t`, compared with a scalar."""
+    value = _poison_value(t.dtype, second)
     if t.dtype in _FP8:
-        t.view(torch.uint8).fill_(0x7B if second else 0x7F)  # finite / NaN in e4m3fn and e5m2
-    elif t.dtype.is_floating_point or t.dtype.is_complex:
-        t.fill_(torch.finfo(t.real.dtype).max if second else float("nan"))
-    elif t.dtype == torch.bool:
-        t.fill_(not second)
-    else:
-        info = torch.iinfo(t.dtype)
-        if info.min < 0:
-            t.fill_(info.max if second else info.min)
-        else:
-            t.fill_(info.max - 1 if second else info.max)
-
-
-def _holds_poison(t: torch.Tensor, second: bool) -> torch.Tensor:
-    """Per element: does `t` hold the (first or second) poison? Any NaN counts as the first."""
-    probe = torch.empty_like(t)
-    poison(probe, second)
-    if t.dtype.is_floating_point and t.dtype not in _FP8 or t.dtype.is_complex:
-        return (t.isnan() & probe.isnan()) | (t == probe)
-    return _bits(t) == _bits(probe)
+        return t.view(torch.uint8) == value
+    if (t.dtype.is_floating_point or t.dtype.is_complex) and not second:
+        return t.isnan()
+    return t == value
 
 
 def follows_poison(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
     """Per element: unwritten by both launches, one poisoned with the first poison (leaving
     `first`) and one with the second (leaving `second`)."""
-    return _holds_poison(first, False) & _holds_poison(second, True)
+    return holds_poison(first, False) & holds_poison(second, True)
 
 
 def written_beyond(name: str, got: torch.Tensor, written: torch.Tensor) -> Mismatch | None:
@@ -119,7 +125,7 @@ def written_beyond(name: str, got: torch.Tensor, written: torch.Tensor) -> Misma
     writes, see the runner): there it left neither poison. Two correct configs write the same
     elements; the one that writes fewer is the usual culprit (a grid or mask sized for another
     config leaves a tail unwritten), so this is a disagreement, not a pass."""
-    beyond = ~written & ~(_holds_poison(got, False) | _holds_poison(got, True))
+    beyond = ~written & ~(holds_poison(got, False) | holds_poison(got, True))
     if not bool(beyond.any()):
         return None
     count = int(beyond.sum())
@@ -269,7 +275,7 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
     max_abs = max_rel = None
     if _bitwise(got.dtype):
         bad = _bits(g) != _bits(e)
-        unwritten = int((bad & (_holds_poison(g, False) | _holds_poison(g, True))).sum())
+        unwritten = int((bad & (holds_poison(g, False) | holds_poison(g, True))).sum())
     else:
         # Without a kept bound, the elementwise one first: inside it is inside the row-scaled
         # one too (a row's scale is at least the element's |expected|), and it needs no pass
@@ -285,7 +291,7 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
         if not bool(bad.any()):
             return None
         bad &= ~((gw.isnan() & ew.isnan()) | (gw.isinf() & (gw == ew)))
-        unwritten = int((bad & (_holds_poison(g, False) | _holds_poison(g, True))).sum())
+        unwritten = int((bad & (holds_poison(g, False) | holds_poison(g, True))).sum())
         finite = bad & diff.isfinite()
         if bool(finite.any()):
             max_abs = float(diff[finite].max())

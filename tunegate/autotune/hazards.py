@@ -4,8 +4,8 @@ A race needs work in flight at once that a missing wait lets overlap: pipelined 
 warp-specialized or clustered programs, wgmma's asynchronous dots, or programs that share
 addresses (atomics, an argument both loaded and stored, a store read back). A config with none
 of these computes each program's output in order from inputs no other program writes, so what
-it can get wrong depends on the input, not on the launch: its stress check is its fresh draws
-under both poisons (`StressCheck.resolved`), and among configs timed alike it wins over ones
+it can get wrong depends on the input, not on the launch: its stress check is one launch on
+each of its fresh draws (`StressCheck.resolved`), and among configs timed alike it wins over ones
 that carry a hazard for no measured gain (`winner`).
 """
 

@@ -90,17 +90,20 @@ class CallerData:
     def _storage(self, flat: torch.Tensor, seed: int, gen: torch.Generator,
                  device: str) -> torch.Tensor:
         """One storage on `device` for draw `seed`: the caller's values, or perturbed floats
-        (drawn on `device`)."""
-        own = flat.to(device, copy=True)
+        (drawn on `device`, in a few passes: a 256 MB storage is perturbed once per draw)."""
         if seed == self.seed or not flat.dtype.is_floating_point:
-            return own
+            return flat.to(device, copy=True)
+        exact = flat.to(device)  # the caller's own tensor where it is there already: only read
         wide = torch.promote_types(flat.dtype, torch.float32)
-        scale = torch.rand(own.shape, generator=gen, dtype=wide, device=device)
-        exact = own.to(wide)
-        # A finite value stays finite: mask fills such as finfo(float16).min must not become -inf.
+        moved = torch.empty(exact.shape, dtype=wide, device=device)
+        moved.uniform_(1 - NOISE, 1 + NOISE, generator=gen).mul_(exact)
+        # A finite value stays finite (mask fills such as finfo(float16).min must not become
+        # -inf), an infinite one stays as it was (the clamp would make it finite).
         info = torch.finfo(flat.dtype)
-        moved = (exact * scale.mul_(2 * NOISE).add_(1 - NOISE)).clamp_(info.min, info.max)
-        return moved.where(exact.isfinite(), exact).to(dtype=flat.dtype)
+        moved.clamp_(info.min, info.max)
+        if bool(exact.isinf().any()):
+            moved = moved.where(exact.isfinite(), exact.to(wide))
+        return moved.to(dtype=flat.dtype)
 
 
 class CallerSpecs:

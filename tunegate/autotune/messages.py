@@ -34,12 +34,14 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class TimeResult:
-    """Median milliseconds per launch, and the check of what the timing launches left."""
+    """Median milliseconds per launch, and the check of what the timing launches left (if
+    `compared`)."""
 
     ms: float
     mismatch: Mismatch | None
     vote: str | None
     seconds: float  # comparing the output (not the timing)
+    compared: bool = True
 
 
 @dataclass(frozen=True)
@@ -76,13 +78,15 @@ class Stress:
 
 @dataclass(frozen=True)
 class Time:
-    """The timing (`full`, or the short one that picks contenders), output checked."""
+    """The timing (`full`, or the short one that picks contenders), its output checked if
+    `compare`."""
 
     config: Config
     full: bool = True
+    compare: bool = True
 
     def run(self, runner: Any) -> TimeResult:
-        return runner.time(self.config, full=self.full)
+        return runner.time(self.config, full=self.full, compare=self.compare)
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,14 @@ import os
 import statistics
 import time
 from functools import cached_property
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
 from ..space.space import Config
 from . import trace
-from .check import Bound, Mismatch, bits_differ, compare, follows_poison, poison, tolerance, \
-    working_dtype, written_beyond, written_outside
+from .check import Bound, Mismatch, bits_differ, compare, follows_poison, holds_poison, poison, \
+    tolerance, working_dtype, written_beyond, written_outside
 from .copies import copy_tensors, margins, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
@@ -403,12 +403,13 @@ class Runner:
     def check(self, config: Config, draws: int, first: int = 0) -> CheckResult:
         """The first mismatch over `draws` input draws from `first`, on which draw, and (on
         draw 0 without a reference) the vote of the wrong output. The first draw is launched
-        twice, poisoned differently, so that an element left unwritten fails whatever its
-        right value (it holds the second poison if the first happened to be right)."""
+        again under the second poison where an element left unwritten could pass under the
+        first (`hides_unwritten`): then it fails whatever its right value."""
         start, launches = time.perf_counter(), 0
         for i in range(first, first + draws):
             pristine, expected = self.draw(i) if i < FRESH_DRAWS else self._fresh_draw(i)
-            for second in (False, True) if i == first else (False,):
+            twice = i == first and self.hides_unwritten(pristine, expected)
+            for second in (False, True) if twice else (False,):
                 args = self._launch(pristine, config, second=second)
                 launches += 1
                 bad = self.mismatch(args, expected)
@@ -417,6 +418,17 @@ class Runner:
                                        time.perf_counter() - start, launches)
         return CheckResult(None, first + draws, None, time.perf_counter() - start, launches)
 
+    def hides_unwritten(self, pristine: Args, expected: Expected) -> bool:
+        """Whether an element a launch leaves unwritten could pass for right under the first
+        poison: a poisoned output's expected state holds that poison somewhere (a NaN it
+        should hold, an element the baseline leaves unwritten), and only a launch under the
+        second poison shows it. Elsewhere, an element holding anything but the first poison
+        after a launch poisoned with it was written by that launch."""
+        return any(bool(holds_poison(want if want.dtype == pristine[n].dtype
+                                     else want.to(pristine[n].dtype), False).any())
+                   for n, want in expected.tensors.items()
+                   if n in self.poisoned and n not in self.not_compared)
+
     def stress(self, config: Config, settings: StressCheck) -> StressReport:
         """Many launches over fresh draws (`_stress_draws`), each restored, poisoned (each
         round over the draws alternates the two poisons) and compared bit for bit with the
@@ -424,13 +436,15 @@ class Runner:
         unwritten element holding the other poison, an atomic's order) a full comparison of
         their own. A round's launches (one per draw, each into its own buffers) are queued
         back to back and their bit comparisons read with one synchronisation: per launch, the
-        device's work alone. An input the draw's first launch left with its pristine bits is
+        device's work alone. A draw never launched under the second poison gets one such
+        launch at the end where the first could hide an unwritten element (`hides_unwritten`). An input the draw's first launch left with its pristine bits is
         neither copied nor compared again (`_kept_after_first`) until a launch on the draw
         goes wrong: what a launch writes there stays, so the launches after it read it, and
         the last comparison sees it (`_kept_changed`)."""
         s = settings.resolved(self.kind)
         assert s.min_launches and s.max_launches and s.draws and s.seconds is not None
         start = time.perf_counter()
+        under_second: set[int] = set()  # the draws launched under the second poison
         draws = []
         with trace.span("stress draws", draws=s.draws):
             for pristine, expected in self._stress_draws(s.draws):
@@ -441,10 +455,19 @@ class Runner:
         launches = wrong = differing = 0
         first_bad: Mismatch | None = None
         first_bad_draw: int | None = None
-        while launches < s.max_launches and (
-                launches < s.min_launches or time.perf_counter() - start < s.seconds):
-            rounds = range(min(len(draws), s.max_launches - launches))
-            second = bool(launches // len(draws) % 2)
+        while True:
+            if launches < s.max_launches and (
+                    launches < s.min_launches or time.perf_counter() - start < s.seconds):
+                rounds: Sequence[int] = range(min(len(draws), s.max_launches - launches))
+                second = bool(launches // len(draws) % 2)
+            else:  # the second poison where the first could hide an unwritten element
+                rounds = [d for d, (pristine, expected, _) in enumerate(draws)
+                          if d not in under_second and self.hides_unwritten(pristine, expected)]
+                second = True
+                if not rounds:
+                    break
+            if second:
+                under_second.update(rounds)
             for d in rounds:
                 pristine, _, work = draws[d]
                 self.task.run(self.prepare(pristine, into=work, second=second, keep=kept[d]),
@@ -524,10 +547,11 @@ class Runner:
         """What every launch restores, poisons or zeroes whatever it held."""
         return frozenset((*self.poisoned, *self.zeroed, *self.in_place))
 
-    def time(self, config: Config, draw: int = 0, full: bool = True) -> TimeResult:
-        """Median milliseconds per launch on one draw, and the check of the output the timing
-        launches left (free: no extra launch), with the seconds comparing took.
-        Not `full`: a short measurement on a GPU (L2 still flushed), to pick contenders."""
+    def time(self, config: Config, draw: int = 0, full: bool = True, compare: bool = True
+             ) -> TimeResult:
+        """Median milliseconds per launch on one draw, and (if `compare`) the check of the
+        output the timing launches left (free: no extra launch), with the seconds comparing
+        took. Not `full`: a short measurement on a GPU (L2 still flushed), to pick contenders."""
         pristine, expected = self.draw(draw)
         args = self.prepare(pristine)
         restore = bool(self.in_place or self.zeroed)
@@ -557,6 +581,8 @@ class Runner:
                 samples.append((time.perf_counter() - start) * 1e3)
             ms = statistics.median(samples)
         sync()
+        if not compare:
+            return TimeResult(ms, None, None, 0.0, compared=False)
         start = time.perf_counter()
         bad = self.mismatch(args, expected)
         vote = self._vote_of(bad, args) if bad is not None and draw == 0 else None

@@ -21,8 +21,10 @@ missed); ask for `draws=12` there to get the same guarantee. No more draws than 
 
 The launches are for races, so a config with no race hazard (`hazards.race_hazards`: no
 pipelined, TMA or warp-specialized loads, no async dot, no addresses programs share) gets only
-its draws, each launched under both poisons: 24 launches on a GPU, where a 200-launch check
-of a 0.1 ms kernel was 7% of a 1.5 s tuning (restoring, poisoning and comparing included).
+its draws, each launched once, and again under the second poison where the first could hide
+an unwritten element (`Runner.hides_unwritten`: an output that should hold NaN somewhere):
+12 launches on a GPU, where a 200-launch check of a 0.1 ms kernel was 7% of a 1.5 s tuning
+(restoring, poisoning and comparing included).
 """
 
 from __future__ import annotations
@@ -64,13 +66,13 @@ class StressCheck(BaseModel):
         on a GPU, with `tuned_seconds` (how long the tuning has taken), the default time budget
         is at most EXTRA_SHARE of it (the interpreter's launches cost seconds each: its
         budget only ever buys the few beyond its minimum). A config that cannot race (no
-        `hazards.race_hazards`) has no race to find: by default its draws are launched under
-        each of the two poisons, and no more."""
+        `hazards.race_hazards`) has no race to find: by default each of its draws is launched
+        once (the runner adds the second poison where it is needed), and no more."""
         gpu = kind == "gpu"
         draws_default = DRAWS["gpu" if gpu else "interpreter"]
         if not can_race:
             draws = self.draws or draws_default
-            low = self.min_launches or min(2 * draws, self.max_launches or 2 * draws)
+            low = self.min_launches or min(draws, self.max_launches or draws)
             return StressCheck(min_launches=low, max_launches=max(low, self.max_launches or low),
                                seconds=self.seconds or 0.0, draws=min(draws, low))
         seconds = 0.25 if gpu else 2.0
