@@ -122,9 +122,10 @@ _SPECIAL = st.sampled_from([0.0, float("nan"), float("inf"), -float("inf"), 1e-3
                                         st.integers(0, 9)),
                               min_size=3, max_size=3), min_size=1, max_size=4))
 def test_a_kept_bound_judges_every_output_as_the_plain_comparison_does(dtype, row_scaled, rows):
-    """Outputs near, at and far from the expected values, with NaN, inf and exact matches,
-    against expected values with and without them: compared through one kept Bound, one after
-    another, each gets the plain comparison's verdict and evidence."""
+    """Outputs near, at and far from the expected values, just inside and just outside the
+    tolerance, with NaN, inf and exact matches, against expected values with and without
+    them: compared through one kept Bound (and one that compares 16-bit outputs in their own
+    dtype first), one after another, each gets the plain comparison's verdict and evidence."""
     from tunegate.autotune.check import Bound
 
     def grid(i: int, cast: bool = True) -> torch.Tensor:
@@ -135,11 +136,16 @@ def test_a_kept_bound_judges_every_output_as_the_plain_comparison_does(dtype, ro
     plain = grid(0)
     for want in (plain, torch.where(choice == 1, special, plain)):
         rtol, atol = tolerance(dtype)
-        bound = Bound(want, dtype, rtol, atol, row_scaled)
+        bounds = [Bound(want, dtype, rtol, atol, row_scaled, narrow=n) for n in (False, True)]
         near = (want.double() * (1 + grid(1, cast=False))).to(dtype)
-        for got in (want.clone(), near, torch.where(choice == 0, special, want), want.clone()):
+        # at the tolerance's edge: the elementwise limit, off by up to +-10%
+        edge = (want.double() + (atol + rtol * want.double().abs())
+                * (1 + 100 * grid(1, cast=False))).to(dtype)
+        for got in (want.clone(), near, torch.where(choice == 0, special, want), edge,
+                    want.clone()):
             plain = compare("y", got, want, row_scaled=row_scaled)
-            assert compare("y", got, want, row_scaled=row_scaled, bound=bound) == plain
+            for bound in bounds:
+                assert compare("y", got, want, row_scaled=row_scaled, bound=bound) == plain
             assert (plain is None) == _inside(got, want, rtol, atol, row_scaled)
 
 

@@ -53,6 +53,22 @@ def test_draw_zero_is_the_caller_s_data_and_later_draws_keep_sign_and_scale():
     assert all(torch.equal(args[k].nan_to_num(), v.nan_to_num()) for k, v in before.items())
 
 
+def test_only_a_storage_that_no_read_tensor_views_is_left_undrawn():
+    """Outputs poisoned before every launch are never read: their storage is allocated, not
+    drawn, on other draws; one that a read tensor views too is drawn."""
+    storage = torch.rand(12) + 0.5
+    args = {"x": storage[2:8], "y": storage[:4], "out": torch.full((6,), 7.0), "n": 3}
+    make = CallerData(args, seed=7)
+    assert make._viewed_only_by({"out", "y"}) == {1} and make._viewed_only_by({"y"}) == set()
+    own = make(7, "cpu", unread={"out", "y"})
+    assert torch.equal(own["out"], args["out"]) and torch.equal(own["x"], args["x"])
+    other = make(8, "cpu", unread={"out", "y"})
+    ratio = other["x"] / args["x"]
+    assert not torch.equal(other["x"], args["x"]) and bool((ratio - 1).abs().le(NOISE).all())
+    assert other["y"].untyped_storage().data_ptr() == other["x"].untyped_storage().data_ptr()
+    assert other["out"].shape == (6,) and other["out"].dtype == torch.float32
+
+
 def test_right_configs_are_kept_on_valid_values_that_a_redraw_would_break(caplog):
     caplog.set_level(logging.DEBUG, logger="tunegate")
     plain = jit_function(mod.normalize_kernel)

@@ -184,12 +184,19 @@ _NARROW_MARGIN = {torch.float16: 2.0 ** -7, torch.bfloat16: 2.0 ** -5}
 _NARROW_MIN_ATOL = 2.0 ** -14
 
 
+def _narrow_margin(dtype: torch.dtype, atol: float) -> float | None:
+    """The share of the tolerance a 16-bit comparison keeps back, or None where outputs of
+    `dtype` with this `atol` are compared in float32 only."""
+    margin = _NARROW_MARGIN.get(dtype)
+    return None if margin is None or atol < _NARROW_MIN_ATOL else margin
+
+
 def surely_inside(got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> bool:
     """True only if every element of a 16-bit float `got` is within `atol + rtol * |expected|`
     of `expected` (same dtype) by the float32 comparison too; False says nothing (NaN, inf,
     elements near the bound, other dtypes): compare in float32 then."""
-    margin = _NARROW_MARGIN.get(got.dtype)
-    if margin is None or atol < _NARROW_MIN_ATOL or expected.dtype != got.dtype:
+    margin = _narrow_margin(got.dtype, atol)
+    if margin is None or expected.dtype != got.dtype:
         return False
     scale = 1.0 - margin
     excess = torch.sub(got, expected).abs_().sub_(expected.abs(), alpha=rtol * scale)
@@ -204,10 +211,11 @@ class Bound:
     goes first; once one does not, that is skipped and the bound (three reads) decides."""
 
     def __init__(self, expected: torch.Tensor, dtype: torch.dtype, rtol: float, atol: float,
-                 row_scaled: bool) -> None:
+                 row_scaled: bool, narrow: bool = False) -> None:
         self.rtol, self.atol, self.row_scaled = rtol, atol, row_scaled
         self.expected = expected.detach().to(dtype=dtype)  # as compared: in the output's dtype
         self.exact = True
+        self.narrow = narrow and _narrow_margin(dtype, atol) is not None
 
     @cached_property
     def wide(self) -> torch.Tensor:
@@ -218,20 +226,36 @@ class Bound:
         scale = _row_scale(self.wide) if self.row_scaled else self.wide.abs()
         return scale.mul_(self.rtol).add_(self.atol)
 
+    @cached_property
+    def narrow_limit(self) -> torch.Tensor:
+        """The limit in a 16-bit output's own dtype, shrunk by its margin (`surely_inside`):
+        a difference inside it there is inside `limit` too, at a third of the memory traffic."""
+        margin = _narrow_margin(self.expected.dtype, self.atol)
+        assert margin is not None
+        most = torch.finfo(self.expected.dtype).max
+        return self.limit.mul(1.0 - margin).clamp_(max=most).to(self.expected.dtype)
+
     @staticmethod
-    def nbytes(expected: torch.Tensor, dtype: torch.dtype) -> int | None:
+    def nbytes(expected: torch.Tensor, dtype: torch.dtype, narrow: bool = False) -> int | None:
         """The memory a Bound of `expected` for outputs of `dtype` takes beyond `expected`
-        (its limit, and its copies in `dtype` and the wide dtype where those differ); None
-        where outputs of `dtype` are compared bit for bit, so no Bound applies."""
+        (its limit, its copies in `dtype` and the wide dtype where those differ, and its
+        `narrow` limit); None where outputs of `dtype` are compared bit for bit, so no Bound
+        applies."""
         if _bitwise(dtype):
             return None
         wide = _wide(dtype)
         return expected.numel() * (wide.itemsize + (dtype.itemsize if expected.dtype != dtype
                                                     else 0) + (wide.itemsize if dtype != wide
-                                                               else 0))
+                                                               else 0)
+                                   + (dtype.itemsize if narrow and dtype != wide else 0))
 
     def admits(self, got: torch.Tensor) -> bool:
-        """Every element of `got` within the bound (a NaN or inf is not: see `compare`)."""
+        """Every element of `got` within the bound (a NaN or inf is not: see `compare`); with
+        `narrow`, a 16-bit output is first compared in its own dtype, and only where that
+        does not settle it in float32."""
+        if self.narrow and got.dtype == self.expected.dtype and bool(
+                torch.sub(got, self.expected).abs_().le(self.narrow_limit).all()):
+            return True
         return bool(torch.sub(got.to(self.wide.dtype), self.wide).abs_().le(self.limit).all())
 
 
@@ -270,7 +294,8 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
             return None
         if bound is not None:
             bound.exact = False
-    if not row_scaled and surely_inside(g, e, rtol, atol):  # 16-bit floats, in their dtype
+    if not row_scaled and not (bound is not None and bound.narrow) and surely_inside(
+            g, e, rtol, atol):  # 16-bit floats, in their dtype (a narrow bound does it cheaper)
         return None
     max_abs = max_rel = None
     if _bitwise(got.dtype):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Collection
 
 import torch
 
@@ -81,11 +81,25 @@ class CallerData:
         host.storages = [flat.to("cpu", copy=True) for flat in self.storages]
         return host
 
-    def __call__(self, seed: int, device: str) -> Args:
+    def __call__(self, seed: int, device: str, unread: Collection[str] = ()) -> Args:
+        """Draw `seed` on `device`. `unread`: outputs that every launch poisons before it runs,
+        so that no launch reads what they hold: on other draws than the caller's own, a
+        storage that only they view is allocated, not drawn."""
         gen = torch.Generator(device=device).manual_seed(seed)
-        storages = [self._storage(flat, seed, gen, device) for flat in self.storages]
+        skipped = self._viewed_only_by(unread) if seed != self.seed else set()
+        storages = [torch.empty(flat.shape, dtype=flat.dtype, device=device) if i in skipped
+                    else self._storage(flat, seed, gen, device)
+                    for i, flat in enumerate(self.storages)]
         return {name: storages[e.storage].as_strided(e.shape, e.stride, e.offset)
                 if isinstance(e, _Layout) else e for name, e in self.template.items()}
+
+    def _viewed_only_by(self, names: Collection[str]) -> set[int]:
+        """The storages that no tensor argument but those in `names` views."""
+        viewers: dict[int, set[str]] = {}
+        for name, e in self.template.items():
+            if isinstance(e, _Layout):
+                viewers.setdefault(e.storage, set()).add(name)
+        return {i for i, seen in viewers.items() if seen <= set(names)}
 
     def _storage(self, flat: torch.Tensor, seed: int, gen: torch.Generator,
                  device: str) -> torch.Tensor:

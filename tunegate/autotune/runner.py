@@ -34,6 +34,7 @@ from .copies import copy_tensors, margins, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
 from .expected import BaselineError, Expected, reference_outputs, tensors_of
+from .inputs import CallerData
 from .messages import CheckResult, TimeResult
 from .stress import StressCheck, StressReport
 from .task import Args, Task, split_config
@@ -100,7 +101,10 @@ class Runner:
     def _make(self, draw: int) -> Args:
         make = self._inputs or self.task.make_inputs
         try:
-            args = make(self.seed + draw, self.device)
+            if isinstance(make, CallerData):  # what is poisoned is not drawn
+                args = make(self.seed + draw, self.device, unread=self.poisoned)
+            else:
+                args = make(self.seed + draw, self.device)
         except Exception as e:
             raise BaselineError(f"make_inputs raised {type(e).__name__} on draw {draw}: "
                                 f"{str(e)[:300]}") from e
@@ -327,13 +331,13 @@ class Runner:
             return None
         key = (name, got.dtype)
         if key not in self._bounds:
-            size = Bound.nbytes(want, got.dtype)
+            size = Bound.nbytes(want, got.dtype, narrow=True)
             if size is None or self._bound_bytes + size > KEPT_BOUND_BYTES:
                 self._bounds[key] = None
             else:
                 rtol, atol = tolerance(got.dtype, self.task.tolerances, self._working)
                 self._bounds[key] = Bound(want, got.dtype, rtol, atol,
-                                          row_scaled=self.task.reference is None)
+                                          row_scaled=self.task.reference is None, narrow=True)
                 self._bound_bytes += size
         return self._bounds[key]
 
