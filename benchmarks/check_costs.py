@@ -56,7 +56,7 @@ def _device_ops(fn: Callable[[], Any], rows: int = 12) -> str:
     with profile(activities=activities) as prof:
         fn()
     key = "self_cuda_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
-    return prof.key_averages().table(sort_by=key, row_limit=rows)
+    return prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=90)
 
 
 def _runner(name: str, dropin: bool, smoke: bool) -> tuple[Any, Any]:

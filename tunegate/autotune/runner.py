@@ -588,7 +588,8 @@ class Runner:
         if not compare:
             return TimeResult(ms, None, None, 0.0, compared=False)
         start = time.perf_counter()
-        bad = self.mismatch(args, expected)
+        with trace.span("compare"):
+            bad = self.mismatch(args, expected)
         vote = self._vote_of(bad, args) if bad is not None and draw == 0 else None
         return TimeResult(ms, bad, vote, time.perf_counter() - start)
 
