@@ -1,10 +1,11 @@
 """What each part of tunegate's checking costs on one list, in this process (issue 16: checks
 <= 5% of tuning time).
 
-A tuning's checks are: the compare of each timed config's output (after its short timing and
-after each re-timing of a contender), an experimental config's quick check on a second draw
-(two launches, two compares: `second_draw_check_s`), and the winner's stress check (200 launches over 12 fresh draws, each launch restored, poisoned and
-compared bit for bit with its draw's first). Each part is timed here on a GPU with the list's
+A tuning's checks are: the compare of each timed config's output (after its first timing; a
+contender's re-timings are not compared: `retime_s`), an experimental config's quick check on
+a second draw (`second_draw_check_s`), and the winner's stress check (a pipelined winner: 200
+launches over 12 fresh draws, each launch restored, poisoned and compared bit for bit with
+its draw's first; one without race hazards: a launch per draw, `stress_no_race_s`). Each part is timed here on a GPU with the list's
 first config, the median of `--repeat` runs, and the stress check once more under cProfile.
 `--dropin` measures them as `tunegate run` checks a program's call: no reference, the first
 config as the baseline, draws made from the call's own tensors (`inputs.CallerData`), and

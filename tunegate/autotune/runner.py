@@ -441,7 +441,8 @@ class Runner:
         their own. A round's launches (one per draw, each into its own buffers) are queued
         back to back and their bit comparisons read with one synchronisation: per launch, the
         device's work alone. A draw never launched under the second poison gets one such
-        launch at the end where the first could hide an unwritten element (`hides_unwritten`). An input the draw's first launch left with its pristine bits is
+        launch at the end where the first could hide an unwritten element
+        (`hides_unwritten`). An input the draw's first launch left with its pristine bits is
         neither copied nor compared again (`_kept_after_first`) until a launch on the draw
         goes wrong: what a launch writes there stays, so the launches after it read it, and
         the last comparison sees it (`_kept_changed`)."""
