@@ -175,13 +175,24 @@ def build_ahead(runner: Any) -> None:
     """What a run worker starts once it has said that it is ready, while the tuning hands the
     compile workers their configs: the launcher of draw 0's signature (see
     `launchers.build_launcher_ahead`), off the path to their first compile (a softmax run
-    worker's start took 0.1 s more for it)."""
+    worker's start took 0.1 s more for it), and the checks' device kernels
+    (`warm_checks`)."""
     from .runner import Runner
 
-    if isinstance(runner, Runner) and runner.kind == "gpu" and runner.task.launch is None:
+    if not isinstance(runner, Runner) or runner.kind != "gpu":
+        return
+    if runner.task.launch is None:
         from .launchers import build_launcher_ahead
 
         build_launcher_ahead(runner.task.kernel, runner.inputs(0))
+    from .warm_checks import warm_checks
+
+    with trace.span("warm checks"):
+        try:
+            warm_checks(runner)
+        except Exception as e:  # noqa: BLE001 - a warm-up must never fail the tuning; the
+            trace.event("warm checks failed", error=f"{type(e).__name__}: {e}")  # checks
+            # themselves report what is wrong, with context
 
 
 def _prepare_spare() -> None:
