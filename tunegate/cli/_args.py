@@ -21,9 +21,34 @@ EXIT_USAGE = 2  # argparse's own exit status for a bad command line (see _exit.E
 
 class Parser(argparse.ArgumentParser):
     """argparse that reports a bad command line as one `tunegate: error:` line (exit 2), and
-    keeps it (`refused`) for a `--json` caller's document."""
+    keeps it (`refused`) for a `--json` caller's document. A verb's parser may be given its
+    arguments by `fill` when it is first used: a command line builds only the verbs it names."""
 
     refused: str | None = None
+
+    def __init__(self, *args: Any, fill: Callable[["Parser"], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fill = fill
+
+    def _filled(self) -> None:
+        if self._fill is not None:
+            fill, self._fill = self._fill, None
+            fill(self)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._filled()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._filled()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._filled()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         Parser.refused = f"{message} (see `{self.prog} --help`)"

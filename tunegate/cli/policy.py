@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from .. import _render
 from ..errors import TunegateError, UsageError
@@ -202,9 +202,25 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def add_parsers(verbs: Any) -> None:
-    policy = verbs.add_parser("policy", help="read, check and apply policies").add_subparsers(
-        dest="policy_verb", required=True)
-    p = policy.add_parser("explain", help="why a config is excluded, experimental or allowed")
+    verbs.add_parser("policy", help="read, check and apply policies", fill=_add_verbs)
+
+
+def _add_verbs(parser: _args.Parser) -> None:
+    policy = parser.add_subparsers(dest="policy_verb", required=True)
+    policy.add_parser("explain", help="why a config is excluded, experimental or allowed",
+                      fill=_explain_arguments)
+    policy.add_parser("check", help="validate policy files (default: the effective layers)",
+                      fill=_check_arguments)
+    policy.add_parser("list", help="every effective rule and whether it applies here",
+                      fill=_listing_arguments(cmd_list))
+    policy.add_parser("env", help="the detected environment facts",
+                      fill=_listing_arguments(cmd_env))
+    from . import self_check  # verify and suggest: after this module, which they use
+
+    self_check.add_parsers(policy)
+
+
+def _explain_arguments(p: _args.Parser) -> None:
     p.add_argument("config", help="helion.Config(...), key=value, ... or JSON")
     p.add_argument("--kernel", metavar="FILE:NAME", help="a kernel or task: its traits and space")
     p.add_argument("--fail-on", choices=["excluded", "experimental"],
@@ -213,19 +229,21 @@ def add_parsers(verbs: Any) -> None:
                    help="tuning store to read history from")
     _args.common(p)
     p.set_defaults(run=cmd_explain)
-    p = policy.add_parser("check", help="validate policy files (default: the effective layers)")
+
+
+def _check_arguments(p: _args.Parser) -> None:
     p.add_argument("files", nargs="*")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 if a FILE (without FILEs: any layer) weakens or switches off a "
                         "lower layer's rule")
     _args.common(p, env=False)
     p.set_defaults(run=cmd_check)
-    p = policy.add_parser("list", help="every effective rule and whether it applies here")
-    _args.common(p)
-    p.set_defaults(run=cmd_list)
-    p = policy.add_parser("env", help="the detected environment facts")
-    _args.common(p)
-    p.set_defaults(run=cmd_env)
-    from . import self_check  # verify and suggest: after this module, which they use
 
-    self_check.add_parsers(policy)
+
+def _listing_arguments(run: Callable[[argparse.Namespace], int]
+                       ) -> Callable[[_args.Parser], None]:
+    """The arguments of `policy list` and `policy env`: the common ones, and what runs."""
+    def fill(p: _args.Parser) -> None:
+        _args.common(p)
+        p.set_defaults(run=run)
+    return fill

@@ -60,8 +60,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_parsers(verbs: Any) -> None:
-    p = verbs.add_parser("run", help="run a program with every triton.autotune tuned by tunegate",
-                         usage="tunegate run [-m MODULE | SCRIPT] [ARGS ...]")
+    verbs.add_parser("run", help="run a program with every triton.autotune tuned by tunegate",
+                     usage="tunegate run [-m MODULE | SCRIPT] [ARGS ...]", fill=_arguments)
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module, as python -m")
     p.add_argument("--no-store", action="store_true",
                    help="tune from scratch and keep nothing (default: reuse and add to the store)")

@@ -44,14 +44,22 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def add_parsers(policy: Any) -> None:
-    p = policy.add_parser("verify", help="run rules' reproducers here: is each bug still there?")
+    policy.add_parser("verify", help="run rules' reproducers here: is each bug still there?",
+                      fill=_verify_arguments)
+    policy.add_parser("suggest", help="propose a rule (TOML) from the store's quarantine",
+                      fill=_suggest_arguments)
+
+
+def _verify_arguments(p: _args.Parser) -> None:
     p.add_argument("rules", nargs="*", metavar="RULE", help="rule ids (default: every rule "
                    "that names a reproducer)")
     p.add_argument("--timeout", type=_args.seconds, metavar="SECONDS",
                    help="per config (default 60 on a GPU, 300 under the interpreter)")
     _args.common(p)
     p.set_defaults(run=cmd_verify)
-    p = policy.add_parser("suggest", help="propose a rule (TOML) from the store's quarantine")
+
+
+def _suggest_arguments(p: _args.Parser) -> None:
     p.add_argument("--store", metavar="PATH", type=_args.store_path, help="the tuning store to read")
     p.add_argument("--kernel", metavar="FILE:NAME",
                    help="the kernel's task: name the features and loops wrong configs share")

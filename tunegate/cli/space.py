@@ -66,8 +66,11 @@ def cmd_space_show(args: argparse.Namespace) -> int:
 
 
 def add_parsers(verbs: Any) -> None:
-    space = verbs.add_parser("space", help="inspect spaces").add_subparsers(
-        dest="space_verb", required=True)
+    verbs.add_parser("space", help="inspect spaces", fill=_add_verbs)
+
+
+def _add_verbs(parser: _args.Parser) -> None:
+    space = parser.add_subparsers(dest="space_verb", required=True)
     p = space.add_parser("show", help="a space, its features and what the policy removes")
     p.add_argument("--kernel", metavar="FILE:NAME", help="a task whose space to show")
     p.add_argument("--config", help="size a Helion space from this config")

@@ -70,8 +70,11 @@ def cmd_store_prune(args: argparse.Namespace) -> int:
 
 
 def add_parsers(verbs: Any) -> None:
-    store = verbs.add_parser("store", help="list and clean the tuning store").add_subparsers(
-        dest="store_verb", required=True)
+    verbs.add_parser("store", help="list and clean the tuning store", fill=_add_verbs)
+
+
+def _add_verbs(parser: _args.Parser) -> None:
+    store = parser.add_subparsers(dest="store_verb", required=True)
 
     def command(name: str, help: str, run: Callable[[argparse.Namespace], int]
                 ) -> argparse.ArgumentParser:

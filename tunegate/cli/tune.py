@@ -106,7 +106,11 @@ def _tune(args: argparse.Namespace) -> tuple[int, str]:
 
 
 def add_parsers(verbs: Any) -> None:
-    p = verbs.add_parser("tune", help="tune a kernel file's task (see README: kernel files)")
+    verbs.add_parser("tune", help="tune a kernel file's task (see README: kernel files)",
+                     fill=_arguments)
+
+
+def _arguments(p: _args.Parser) -> None:
     p.add_argument("task", metavar="FILE[:TASK]", help="a Python file declaring a tunegate Task")
     p.add_argument("--budget", type=_args.integer(1), default=64,
                    help="most configs to measure (64)")
