@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 from .._text import UNSAFE
 from ..errors import TunegateError
 
@@ -50,8 +49,9 @@ class PredicateSyntaxError(ValueError, TunegateError):
         super().__init__(f"{message}\n    {shown}\n    {' ' * pos}^")
 
 
-@dataclass(frozen=True)
-class Token:
+# Tokens and tree nodes are NamedTuples, not dataclasses: as immutable, and a class costs a
+# tenth as much to create (each frozen dataclass compiles six methods at import).
+class Token(NamedTuple):
     kind: str  # name, keyword, int, float, string, op, punct, end
     value: str
     pos: int
@@ -79,32 +79,27 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-@dataclass(frozen=True)
-class Name:
+class Name(NamedTuple):
     name: str
     pos: int
 
 
-@dataclass(frozen=True)
-class Literal:
+class Literal(NamedTuple):
     value: Any
 
 
-@dataclass(frozen=True)
-class Compare:
+class Compare(NamedTuple):
     left: "Operand"
     op: str  # a CMP, "in" or "not in"
     right: "Operand"
 
 
-@dataclass(frozen=True)
-class BoolOp:
+class BoolOp(NamedTuple):
     op: str  # "and" | "or"
     items: tuple["Node", ...]
 
 
-@dataclass(frozen=True)
-class Not:
+class Not(NamedTuple):
     item: "Node"
 
 

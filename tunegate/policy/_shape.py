@@ -8,8 +8,7 @@ a file is reported at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 __all__ = ["DROP", "MAX_ITEMS", "MAX_STRING", "Mistake", "check_conditions", "check_rule",
            "describe"]
@@ -22,8 +21,7 @@ DROP: Any = object()
 Loc = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
-class Mistake:
+class Mistake(NamedTuple):  # not a dataclass: as immutable, a tenth the cost to create
     """A value of the wrong type or size, at `loc` inside the checked value."""
 
     loc: Loc
