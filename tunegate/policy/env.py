@@ -6,8 +6,8 @@ importing torch. Every fact can be overridden,
 for what-if explanations and tests; a fact that is `None` is unknown.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: pydantic would compile each string annotation to
+# build the models, which costs more at import than evaluated annotations.
 import ast
 import importlib.util
 import os

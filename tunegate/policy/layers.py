@@ -4,8 +4,8 @@ A project file or $TUNEGATE_POLICY can switch a built-in rule off or make it exp
 must never be silent, so loading records it here for `tune`, `explain`, `check` and `list`.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: pydantic would compile each string annotation to
+# build the models, which costs more at import than evaluated annotations.
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict

@@ -1,7 +1,7 @@
 """Verdicts: what a policy says of one config, here, for one kernel, and every reason why."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: pydantic would compile each string annotation to
+# build the models, which costs more at import than evaluated annotations.
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict

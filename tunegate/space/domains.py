@@ -5,8 +5,8 @@ encode) so that strategies and the policy region never special-case a kind of pa
 A per-loop list of a domain is itself a domain.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: pydantic would compile each string annotation to
+# build the models, which costs more at import than evaluated annotations.
 import itertools
 import math
 import random

@@ -1,7 +1,7 @@
 """Spaces of named parameters and the configs that are points of them."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: pydantic would compile each string annotation to
+# build the models, which costs more at import than evaluated annotations.
 import itertools
 import json
 import math
