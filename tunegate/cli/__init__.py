@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-import signal
 import sys
 import threading
 from typing import Sequence
@@ -38,6 +37,10 @@ def console() -> int:
     by a KeyboardInterrupt (its traceback printed), the command ends as python ends such a
     program: by SIGINT, once its exit handlers ran (what a parent process sees)."""
     code = main()
+    if code >= 0:  # an exit status; only `tunegate run` gives -SIGINT
+        return code
+    import signal  # here, not at the top: the signal module costs every command ~1 ms
+
     if code != -signal.SIGINT:
         return code
     # As python ends such a program: it joins the program's threads, runs the exit handlers and
