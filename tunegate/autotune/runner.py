@@ -1,5 +1,5 @@
 """Running one task's configs in the current process: check against the expected output, stress,
-and time (the timing launches' output is checked too).
+and time (what a timing's launches leave is checked too, unless asked not to: `time`).
 
 This runs inside an isolated worker (see `worker`), so a crash or hang here costs one config.
 Before every launch: every tensor argument is restored to its drawn value, outputs the kernel
