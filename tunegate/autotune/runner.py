@@ -99,7 +99,7 @@ class Runner:
 
     # -- inputs and expectations -----------------------------------------------------------
     def _make(self, draw: int) -> Args:
-        make = self._inputs or self.task.make_inputs
+        make = self.draws_from
         try:
             if isinstance(make, CallerData):  # what is poisoned is not drawn
                 args = make(self.seed + draw, self.device, unread=self.poisoned)
@@ -317,9 +317,9 @@ class Runner:
         row_scaled = self.task.reference is None
         if name in self.zeroed:
             return compare_partials(name, got, want, self.task.tolerances,
-                                    row_scaled=row_scaled, working=self._working)
+                                    row_scaled=row_scaled, working=self.working)
         return compare(name, got, want, self.task.tolerances, row_scaled=row_scaled,
-                       working=self._working, bound=self._bound(name, got, want))
+                       working=self.working, bound=self._bound(name, got, want))
 
     def _bound(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Bound | None:
         """The kept `check.Bound` of `want` where it is draw 0's expected `name` (what every
@@ -335,14 +335,20 @@ class Runner:
             if size is None or self._bound_bytes + size > KEPT_BOUND_BYTES:
                 self._bounds[key] = None
             else:
-                rtol, atol = tolerance(got.dtype, self.task.tolerances, self._working)
+                rtol, atol = tolerance(got.dtype, self.task.tolerances, self.working)
                 self._bounds[key] = Bound(want, got.dtype, rtol, atol,
                                           row_scaled=self.task.reference is None, narrow=True)
                 self._bound_bytes += size
         return self._bounds[key]
 
+    @property
+    def draws_from(self) -> Any:
+        """What the draws are made by: the program's own data (the drop-in's `CallerData`,
+        or what stands in for it), else the task's `make_inputs`."""
+        return self._inputs or self.task.make_inputs
+
     @cached_property
-    def _working(self) -> torch.dtype | None:
+    def working(self) -> torch.dtype | None:
         """The kernel's working precision: the narrowest float dtype among draw 0's tensors."""
         return working_dtype(self.inputs(0).values())
 

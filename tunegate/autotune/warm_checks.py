@@ -36,7 +36,7 @@ def warm_checks(runner: Any) -> None:
             continue
         e = want.detach().reshape(-1)[:SLICE].to(device=out.device, dtype=out.dtype)
         got = e.clone()
-        rtol, atol = tolerance(out.dtype, runner.task.tolerances, runner._working)
+        rtol, atol = tolerance(out.dtype, runner.task.tolerances, runner.working)
         row_scaled = runner.task.reference is None
         kept = None
         if out.dtype in _COMPARED_WITHIN:
@@ -44,7 +44,7 @@ def warm_checks(runner: Any) -> None:
             kept = Bound(e, out.dtype, rtol, atol, row_scaled, narrow=True)
         for bound in (kept, None):
             compare(name, got, e, runner.task.tolerances, row_scaled=row_scaled,
-                    working=runner._working, bound=bound)
+                    working=runner.working, bound=bound)
         first, second = torch.empty_like(e), torch.empty_like(e)
         poison(first)
         poison(second, second=True)
@@ -53,6 +53,6 @@ def warm_checks(runner: Any) -> None:
         torch.stack(flags).tolist()
     small = {n: t.reshape(-1)[:SLICE] for n, t in pristine.items() if isinstance(t, torch.Tensor)}
     margins(copy_tensors(small))
-    if isinstance(runner._inputs, CallerData):
+    if isinstance(runner.draws_from, CallerData):
         floats = {n: t for n, t in small.items() if t.dtype.is_floating_point}
         CallerData(floats, seed=0)(1, runner.device)
