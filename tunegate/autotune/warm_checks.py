@@ -51,7 +51,8 @@ def warm_checks(runner: Any) -> None:
         flags += [bits_differ(first, second), follows_poison(first, second).all()]
     if flags:
         torch.stack(flags).tolist()
-    small = {n: t.reshape(-1)[:SLICE] for n, t in pristine.items() if isinstance(t, torch.Tensor)}
+    small = {n: t.reshape(-1)[:SLICE].clone()  # storages of their own: CallerData draws
+             for n, t in pristine.items() if isinstance(t, torch.Tensor)}  # whole storages
     margins(copy_tensors(small))
     if isinstance(runner.draws_from, CallerData):
         floats = {n: t for n, t in small.items() if t.dtype.is_floating_point}
