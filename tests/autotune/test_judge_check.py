@@ -233,3 +233,33 @@ def test_timings_are_compared_through_one_kept_bound_per_written_output():
     runner.task.run(args, Config(values={"BLOCK": 16, "VIA": 1, "WRONG": 1}))
     assert bad == compare("y_ptr", args["y_ptr"], runner.draw(0)[1].tensors["y_ptr"],
                           row_scaled=True)
+
+
+def test_tutorial_kernels_in_fp16_keep_their_configs_and_a_block_too_small_fails():
+    """Triton's tutorial matmul and softmax (fp16 out, fp32 math) against their float64
+    references. The matmul's timing outputs differ from the reference in some bits and pass
+    through the kept 16-bit bound; no right softmax output holds NaN, so no check launches
+    twice; a softmax BLOCK_SIZE below the row length (the tutorial's own assumption broken)
+    fails on every path, the kept bound's included."""
+    from examples import tutorial_matmul, tutorial_softmax
+
+    runner = _runner(tutorial_matmul.TASK)
+    for config in tutorial_matmul.TASK.configs[:2]:
+        timed = runner.time(config)
+        assert timed.compared and timed.mismatch is None
+    (kept,) = [b for b in runner._bounds.values() if b is not None]
+    assert kept.narrow and not kept.exact  # the reference's bits differ: the bound decided
+
+    runner = _runner(tutorial_softmax.TASK)
+    right = tutorial_softmax.TASK.space.complete({"num_warps": 1, "num_stages": 1})
+    assert runner.time(right).mismatch is None
+    assert runner.check(right, 1).launches == 1
+    report = runner.stress(right, StressCheck(min_launches=2, max_launches=2, draws=2))
+    assert report.passed and report.launches == 2
+    short = Config(values={**right.values, "BLOCK_SIZE": 64})  # rows are 96 long
+    assert runner.time(short).mismatch is not None
+    (kept,) = [b for b in runner._bounds.values() if b is not None]
+    assert kept.narrow and not kept.exact
+    assert runner.check(short, 1).mismatch is not None
+    assert not runner.stress(short, StressCheck(min_launches=2, max_launches=2,
+                                                draws=2)).passed
