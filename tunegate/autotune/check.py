@@ -114,6 +114,11 @@ def holds_poison(t: torch.Tensor, second: bool) -> torch.Tensor:
     return t == value
 
 
+def _holds_a_poison(t: torch.Tensor) -> torch.Tensor:
+    """Per element: does `t` hold either poison (what a launch left unwritten)?"""
+    return holds_poison(t, False) | holds_poison(t, True)
+
+
 def follows_poison(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
     """Per element: unwritten by both launches, one poisoned with the first poison (leaving
     `first`) and one with the second (leaving `second`)."""
@@ -125,7 +130,7 @@ def written_beyond(name: str, got: torch.Tensor, written: torch.Tensor) -> Misma
     writes, see the runner): there it left neither poison. Two correct configs write the same
     elements; the one that writes fewer is the usual culprit (a grid or mask sized for another
     config leaves a tail unwritten), so this is a disagreement, not a pass."""
-    beyond = ~written & ~(holds_poison(got, False) | holds_poison(got, True))
+    beyond = ~written & ~_holds_a_poison(got)
     if not bool(beyond.any()):
         return None
     count = int(beyond.sum())
@@ -236,10 +241,10 @@ class Bound:
         return self.limit.mul(1.0 - margin).clamp_(max=most).to(self.expected.dtype)
 
     @staticmethod
-    def nbytes(expected: torch.Tensor, dtype: torch.dtype, narrow: bool = False) -> int | None:
-        """The memory a Bound of `expected` for outputs of `dtype` takes beyond `expected`
-        (its limit, its copies in `dtype` and the wide dtype where those differ, and its
-        `narrow` limit); None where outputs of `dtype` are compared bit for bit, so no Bound
+    def nbytes(expected: torch.Tensor, dtype: torch.dtype) -> int | None:
+        """The memory a kept (`narrow`) Bound of `expected` for outputs of `dtype` takes beyond
+        `expected` (its limit, its copies in `dtype` and the wide dtype where those differ, and
+        its narrow limit); None where outputs of `dtype` are compared bit for bit, so no Bound
         applies."""
         if _bitwise(dtype):
             return None
@@ -247,7 +252,7 @@ class Bound:
         return expected.numel() * (wide.itemsize + (dtype.itemsize if expected.dtype != dtype
                                                     else 0) + (wide.itemsize if dtype != wide
                                                                else 0)
-                                   + (dtype.itemsize if narrow and dtype != wide else 0))
+                                   + (dtype.itemsize if dtype != wide else 0))
 
     def admits(self, got: torch.Tensor) -> bool:
         """Every element of `got` within the bound (a NaN or inf is not: see `compare`); with
@@ -301,7 +306,7 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
     max_abs = max_rel = None
     if _bitwise(got.dtype):
         bad = _bits(g) != _bits(e)
-        unwritten = int((bad & (holds_poison(g, False) | holds_poison(g, True))).sum())
+        unwritten = int((bad & _holds_a_poison(g)).sum())
     else:
         # Without a kept bound, the elementwise one first: inside it is inside the row-scaled
         # one too (a row's scale is at least the element's |expected|), and it needs no pass
@@ -317,7 +322,7 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
         if not bool(bad.any()):
             return None
         bad &= ~((gw.isnan() & ew.isnan()) | (gw.isinf() & (gw == ew)))
-        unwritten = int((bad & (holds_poison(g, False) | holds_poison(g, True))).sum())
+        unwritten = int((bad & _holds_a_poison(g)).sum())
         finite = bad & diff.isfinite()
         if bool(finite.any()):
             max_abs = float(diff[finite].max())

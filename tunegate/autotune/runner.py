@@ -331,15 +331,20 @@ class Runner:
             return None
         key = (name, got.dtype)
         if key not in self._bounds:
-            size = Bound.nbytes(want, got.dtype, narrow=True)
+            size = Bound.nbytes(want, got.dtype)
             if size is None or self._bound_bytes + size > KEPT_BOUND_BYTES:
                 self._bounds[key] = None
             else:
-                rtol, atol = tolerance(got.dtype, self.task.tolerances, self.working)
-                self._bounds[key] = Bound(want, got.dtype, rtol, atol,
-                                          row_scaled=self.task.reference is None, narrow=True)
+                self._bounds[key] = self.bound_for(want, got.dtype)
                 self._bound_bytes += size
         return self._bounds[key]
+
+    def bound_for(self, want: torch.Tensor, dtype: torch.dtype) -> Bound:
+        """A Bound of `want` for outputs of `dtype`, with this task's tolerances, kept for
+        many compares (`narrow`)."""
+        rtol, atol = tolerance(dtype, self.task.tolerances, self.working)
+        return Bound(want, dtype, rtol, atol, row_scaled=self.task.reference is None,
+                     narrow=True)
 
     @property
     def draws_from(self) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .check import Bound, bits_differ, compare, follows_poison, poison, tolerance
+from .check import bits_differ, compare, follows_poison, poison
 from .copies import copy_tensors, margins
 from .inputs import CallerData
 
@@ -36,15 +36,14 @@ def warm_checks(runner: Any) -> None:
             continue
         e = want.detach().reshape(-1)[:SLICE].to(device=out.device, dtype=out.dtype)
         got = e.clone()
-        rtol, atol = tolerance(out.dtype, runner.task.tolerances, runner.working)
-        row_scaled = runner.task.reference is None
         kept = None
         if out.dtype in _COMPARED_WITHIN:
             got.mul_(1.0 + 1e-3)  # other bits, inside the tolerance: the bound's path
-            kept = Bound(e, out.dtype, rtol, atol, row_scaled, narrow=True)
+            kept = runner.bound_for(e, out.dtype)
         for bound in (kept, None):
-            compare(name, got, e, runner.task.tolerances, row_scaled=row_scaled,
-                    working=runner.working, bound=bound)
+            compare(name, got, e, runner.task.tolerances,
+                    row_scaled=runner.task.reference is None, working=runner.working,
+                    bound=bound)
         first, second = torch.empty_like(e), torch.empty_like(e)
         poison(first)
         poison(second, second=True)
