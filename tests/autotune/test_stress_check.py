@@ -325,6 +325,41 @@ def test_a_tunings_stress_checks_share_fresh_draws_and_still_catch_an_input_depe
     assert made == first + [first[-1] + 1, first[-1] + 2]  # only the two it lacked
 
 
+def test_stress_draws_made_ahead_are_the_ones_the_check_uses_and_stop_when_work_is_due():
+    """What a run worker makes while it waits (`stress_draws_ahead`) is what the stress check
+    would have made: the same seeds, none made again, and an input-dependent config still
+    fails on them; `due` stops it between draws."""
+    from tests.kernels import trust
+
+    ahead, made = _counting_runner(trust.INPUT_DEPENDENT)
+    calls = iter([False, False, True])
+    assert ahead.stress_draws_ahead(6, due=lambda: next(calls)) == 2
+    assert ahead.stress_draws_ahead(6, due=lambda: False) == 6
+    first = list(made)
+    six = StressCheck(min_launches=6, max_launches=6, draws=6)
+    report = ahead.stress(_config({"MODE": 1}), six)
+    assert made == first, "the stress check made draws of its own"
+    plain, made_plain = _counting_runner(trust.INPUT_DEPENDENT)
+    same = plain.stress(_config({"MODE": 1}), six)
+    assert made_plain == first
+    assert not report.passed and (report.wrong, report.first_wrong_draw) == \
+        (same.wrong, same.first_wrong_draw), report.summary()
+    assert ahead.stress(_config({"MODE": 0}), six).passed
+
+
+def test_stress_draws_ahead_keep_no_more_than_a_check_would(monkeypatch):
+    from tests.kernels import trust
+    from tunegate.autotune import runner as runner_module
+
+    monkeypatch.setattr(runner_module, "KEPT_STRESS_BYTES", 300_000)  # a draw takes 260 kB
+    runner, made = _counting_runner(trust.INPUT_DEPENDENT)
+    assert runner.stress_draws_ahead(6, due=lambda: False) == 1
+    assert len(made) == 2  # the second was made, found not to fit and dropped
+    one = StressCheck(min_launches=1, max_launches=1, draws=1)
+    assert runner.stress(_config({"MODE": 0}), one).passed
+    assert len(made) == 2, "the kept draw was made again"
+
+
 def test_stress_draws_too_big_to_keep_are_made_anew_for_each_check(monkeypatch):
     from tests.kernels import trust
     from tunegate.autotune import runner as runner_module

@@ -171,13 +171,15 @@ def ready(setup: Setup, local: Any = None, loaded: Callable[[], None] = lambda: 
         return None, NotReady(f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}")
 
 
-def build_ahead(runner: Any) -> None:
+def build_ahead(runner: Any, due: Callable[[], bool] = lambda: True) -> None:
     """What a run worker starts once it has said that it is ready, while the tuning hands the
     compile workers their configs: the launcher of draw 0's signature (see
     `launchers.build_launcher_ahead`), off the path to their first compile (a softmax run
-    worker's start took 0.1 s more for it), and the checks' device kernels
-    (`warm_checks`)."""
+    worker's start took 0.1 s more for it), the checks' device kernels (`warm_checks`), and
+    then, until `due()` says that a request waits, the stress check's draws
+    (`Runner.stress_draws_ahead`)."""
     from .runner import Runner
+    from .stress import DRAWS
 
     if not isinstance(runner, Runner) or runner.kind != "gpu":
         return
@@ -193,6 +195,14 @@ def build_ahead(runner: Any) -> None:
         except Exception as e:  # noqa: BLE001 - a warm-up must never fail the tuning; the
             trace.event("warm checks failed", error=f"{type(e).__name__}: {e}")  # checks
             # themselves report what is wrong, with context
+    if due():
+        return
+    with trace.span("stress draws ahead"):
+        try:
+            runner.stress_draws_ahead(DRAWS["gpu"], due)
+        except Exception as e:  # noqa: BLE001 - the stress check makes them again and
+            trace.event("stress draws ahead failed",  # reports what is wrong, with context
+                        error=f"{type(e).__name__}: {e}")
 
 
 def _prepare_spare() -> None:
@@ -244,7 +254,7 @@ def _take_task(conn: Connection, setup: Setup) -> Any:
     with trace.span("load task"):
         runner, message = ready(setup, loaded=lambda: conn.send(Loaded()))
     conn.send(message)
-    build_ahead(runner)
+    build_ahead(runner, conn.poll)
     return runner
 
 
