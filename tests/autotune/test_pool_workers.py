@@ -261,27 +261,3 @@ def test_ctrl_c_before_any_config_is_measured_is_an_interrupt_not_an_empty_list(
     with pytest.raises(KeyboardInterrupt):
         Tuner(load_module(path).TASK, TaskRef(str(path), "TASK"), policy=Policy([]),
               store=Store(tmp_path / "s.sqlite"), progress=progress).run()
-
-
-def _nice(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[16])  # field 19: nice
-
-
-def test_compile_workers_run_behind_the_run_worker():
-    """A compile worker lowers its priority (the compilers it starts inherit it), so that
-    a run worker's timing and the tuning process are not slowed by every core compiling."""
-    from tunegate.autotune.pool import COMPILE_ENV
-    from tunegate.autotune.worker import Worker
-    from tunegate.autotune.worker_child import COMPILE_NICE
-
-    workers = [Worker.spare(COMPILE_ENV), Worker.spare({})]
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and _nice(workers[0].pid) == _nice(os.getpid()):
-            time.sleep(0.05)
-        assert _nice(workers[0].pid) == min(19, _nice(os.getpid()) + COMPILE_NICE)
-        assert _nice(workers[1].pid) == _nice(os.getpid())
-    finally:
-        for worker in workers:
-            worker.stop()

@@ -26,7 +26,6 @@ __all__ = ["Loaded", "NotReady", "Preload", "Ready", "build_ahead", "child_main"
 # Errors after which a CUDA context is unusable: the worker must not take another config.
 _STICKY = ("CUDA error", "AcceleratorError", "illegal memory access", "misaligned address",
            "unspecified launch failure", "device-side assert")
-COMPILE_NICE = 10  # how far a compile worker's priority is lowered (see `_behind_the_run_worker`)
 _COMPILE = ("CompilationError", "OutOfResources", "PassManager", "MLIR", "CompileTimeAssertion")
 
 
@@ -228,17 +227,6 @@ def _prepare_spare() -> None:
         pass
 
 
-def _behind_the_run_worker() -> None:
-    """A compile worker, and the compilers it starts, run at a lower priority (`COMPILE_NICE`):
-    while every core compiles, what the tuning waits for is the run worker's timings and the
-    tuning process (a cold softmax tuning's first timing, which overlapped 16 compiles on 16
-    cores, took 0.27 s where the next ones took 0.017 s)."""
-    try:
-        os.nice(COMPILE_NICE)
-    except OSError:
-        pass  # not permitted here: it compiles at the priority it has
-
-
 def _let_the_server_end() -> None:
     """A worker forked from a fork server holds a copy of the write end of the server's
     "alive" pipe (multiprocessing gives it one, to start processes of its own from there,
@@ -287,7 +275,6 @@ def child_main(conn: Connection, first: list[Setup], parent: int, stderr_path: s
     warm.forbid()  # the kernels this process imports must not start workers of their own
     if os.environ.get(COMPILE_ONLY) == "1":
         os.environ.pop("TRITON_INTERPRET", None)  # it compiles for the GPU it cannot see
-        _behind_the_run_worker()
     if os.environ.get("TRITON_INTERPRET") != "1":
         from .launchers import build_launchers_beside_compiles
 
