@@ -174,3 +174,15 @@ time.sleep(1.5)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_preload_imports_what_a_first_launch_would_import_lazily():
+    """Workers forked from the server find what Triton imports only at a process's first
+    launch or compile (its gluon package, in Triton 3.6 and later) imported already."""
+    script = ("import importlib.util, sys\n"
+              "import tunegate.autotune.server_preload as p\n"
+              "print(all(m in sys.modules for m in p.LAZY_TRITON_MODULES\n"
+              "          if importlib.util.find_spec(m) is not None))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "True", out.stderr

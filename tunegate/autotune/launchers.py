@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import trace
+
 __all__ = ["build_driver_ahead", "build_launcher_ahead", "build_launchers_beside_compiles",
            "building", "driver_helper", "dry_warmup", "launcher_helper"]
 
@@ -322,7 +324,7 @@ def _launcher_beside(fn: Any, compile: dict[str, Any]) -> None:
 
     def build() -> None:
         try:
-            with building(name):
+            with trace.span("launcher ahead"), building(name):
                 unwrapped(src, _NoMetadata())
         except Exception as e:  # noqa: BLE001 - see `hook`
             log.debug("the launcher of %s was not built ahead: %s: %s", fn, type(e).__name__, e)
@@ -364,7 +366,7 @@ def _waiting(launcher: type) -> type:
             if name is None:
                 super().__init__(src, metadata)
                 return
-            with building(name):
+            with trace.span("launcher"), building(name):  # waited for, built or loaded
                 super().__init__(src, metadata)
 
     Waiting.__name__ = Waiting.__qualname__ = launcher.__name__

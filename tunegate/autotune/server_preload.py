@@ -9,9 +9,12 @@ one whose program ended before handing it its task ends quietly.
 
 from __future__ import annotations
 
+import importlib
 import signal
 from multiprocessing import forkserver
 from typing import Any, Callable
+
+LAZY_TRITON_MODULES = ("triton.experimental.gluon",)
 
 # A Ctrl-C while the server imports is the program's to report, not a traceback of the server's
 # (the server ignores SIGINT from the moment its imports end, and so do its workers).
@@ -29,6 +32,16 @@ except ImportError:  # a Triton without it: each worker computes what it needs
     pass
 else:
     triton_key()
+
+# What Triton imports only as a process first launches or compiles a kernel: Triton 3.6
+# imports its gluon package (40 modules) as it first specialises a launch's arguments, which
+# took 0.17 s of a run worker's first launch on an H100 host, and as much of each compile
+# worker's first compile.
+for _lazy in LAZY_TRITON_MODULES:
+    try:
+        importlib.import_module(_lazy)
+    except ImportError:  # another Triton: its first launch imports what it needs
+        pass
 
 signal.signal(signal.SIGINT, _PROGRAMS)
 
