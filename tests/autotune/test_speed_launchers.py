@@ -14,6 +14,7 @@ import pytest
 
 from tests.autotune.test_autotune_precompile import run_python
 from tests.conftest import ROOT
+from tunegate.autotune import launchers
 from tunegate.autotune.launchers import building, launcher_helper
 
 HOLD = """
@@ -81,6 +82,41 @@ def test_a_free_helper_is_taken_at_once():
     start = time.monotonic()
     with building(f"test-free-{os.getpid()}") as held:
         assert held and time.monotonic() - start < 0.5
+
+
+LOCK_ONLY = """
+import sys, time
+from tunegate.autotune.launchers import _file_lock
+with _file_lock(sys.argv[1], time.monotonic() + 5) as held:
+    print("held" if held else "not held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_helper_built_before_is_loaded_without_waiting_for_the_lock(tmp_path, monkeypatch):
+    """Once a helper was built (here, or by another process into the same cache), taking it
+    again does not queue behind another process that holds its lock to load it; a build that
+    raised marks nothing, so its lock is waited for as before."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    name, broken = (f"test-built-{os.getpid()}-{time.monotonic_ns()}-{i}" for i in range(2))
+    with building(name) as held:
+        assert held
+    with pytest.raises(RuntimeError):
+        with building(broken):
+            raise RuntimeError("the compiler failed")
+    monkeypatch.setattr(launchers, "_BUILT", set())  # as another process: only the cache says
+    for helper, waits in ((name, False), (broken, True)):
+        holder = subprocess.Popen([sys.executable, "-c", LOCK_ONLY, helper, "5"], cwd=ROOT,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            start = time.monotonic()
+            with building(helper, wait=0.5) as held:
+                waited = time.monotonic() - start
+            assert (held, waited >= 0.5) == (not waits, waits), helper
+        finally:
+            holder.kill()
+            holder.wait()
 
 
 def test_launchers_are_named_by_their_argument_types_and_cache(monkeypatch):
