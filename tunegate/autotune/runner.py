@@ -277,29 +277,48 @@ class Runner:
     def _stress_draws(self, n: int) -> list[tuple[Args, Expected]]:
         """`n` fresh draws for a stress check, the earlier checks' first: every config of a
         tuning is stressed on the same draws (never the quick checks'), made once while they
-        fit in KEPT_STRESS_BYTES (an fla tuning that stressed five configs spent a third of
+        fit in `_stress_room` (an fla tuning that stressed five configs spent a third of
         its checking making twelve draws for each)."""
         draws = self._stress_kept[:n]
         while len(draws) < n:
             draws.append(self._fresh_draw(self._fresh))
             self._fresh += 1
-        if len(draws) > len(self._stress_kept) and _nbytes(draws) <= KEPT_STRESS_BYTES:
+        if len(draws) > len(self._stress_kept) and _nbytes(draws) <= self._stress_room:
             self._stress_kept = list(draws)
         return draws
 
     def stress_draws_ahead(self, n: int, due: Callable[[], bool]) -> int:
         """Make the first `n` stress draws now, as `_stress_draws` would make and keep them,
-        one at a time until `due()` says that other work waits or they no longer fit
-        KEPT_STRESS_BYTES; the number kept. For a run worker waiting for its first compile:
-        the stress check of a tuning's winner then finds its draws made (12 draws of an
-        8192^2 softmax took 0.03 s of a 1.3 s tuning)."""
-        while len(self._stress_kept) < n and not due():
+        one at a time until `due()` says that other work waits, they no longer fit
+        `_stress_room`, or the device has less than a quarter of its memory free; the number
+        kept. For a run worker waiting for its first compile: the stress check of a tuning's
+        winner then finds its draws made (12 draws of an 8192^2 softmax took 0.03 s of a 1.3 s
+        tuning)."""
+        while len(self._stress_kept) < n and not due() and self._room_to_spare():
             draw = self._fresh_draw(self._fresh)
-            if _nbytes([*self._stress_kept, draw]) > KEPT_STRESS_BYTES:
+            if _nbytes([*self._stress_kept, draw]) > self._stress_room:
                 break
             self._stress_kept.append(draw)
             self._fresh += 1
         return len(self._stress_kept)
+
+    @cached_property
+    def _stress_room(self) -> int:
+        """The memory a tuning's kept stress draws may take: KEPT_STRESS_BYTES, or on a GPU a
+        sixteenth of its memory where that is more (12 draws of an 8192^2 float16 softmax,
+        inputs and expected outputs, take 3 GB)."""
+        if self.kind != "gpu":
+            return KEPT_STRESS_BYTES
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        return max(KEPT_STRESS_BYTES, total // 16)
+
+    def _room_to_spare(self) -> bool:
+        """Whether the device has at least a quarter of its memory free (always, off a GPU):
+        draws made ahead must leave the timings room."""
+        if self.kind != "gpu":
+            return True
+        free, total = torch.cuda.mem_get_info()
+        return free >= total // 4
 
     def problem_key(self) -> str:
         return self.task.problem_key(self.inputs(0))
