@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import gc
 import os
 import sys
 import threading
@@ -33,9 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def console() -> int:
-    """The `tunegate` command: `main`, except that where `tunegate run`'s program was stopped
+    """The `tunegate` command: `main`, with what the imports made frozen for the garbage
+    collector (but for `tunegate run`), and except that where `tunegate run`'s program was stopped
     by a KeyboardInterrupt (its traceback printed), the command ends as python ends such a
     program: by SIGINT, once its exit handlers ran (what a parent process sees)."""
+    if run.split_argv(sys.argv[1:])[1] is None:  # a program `tunegate run` runs is left alone
+        # What the imports made (modules, classes, pydantic's validators) lives until exit:
+        # frozen, no collection traverses it again, the one at exit included. That is ~30 ms
+        # of a ~200 ms `tunegate policy explain`.
+        gc.freeze()
     code = main()
     if code >= 0:  # an exit status; only `tunegate run` gives -SIGINT
         return code
