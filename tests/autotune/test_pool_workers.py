@@ -46,7 +46,8 @@ def test_workers_are_reused_across_runs_and_a_warm_start_starts_none(tmp_path):
     assert {w.pid for w in idle_workers()} == pids and not warm.reused
     close_idle_workers()
     reused = tune(path, store, devices=2)  # a fresh process's view: nothing kept
-    assert reused.reused and reused.best == warm.best  # the best the retune stored
+    assert reused.reused and [b.config for b in store.bests()] == [reused.best]  # the faster
+    # of the two runs' bests, as the store keeps it (interpreter timings are noisy)
     assert any("re-checked on a fresh draw" in n for n in reused.notes)
     assert not idle_workers()  # the re-check ran in this process: no worker was started
     close_idle_workers()
