@@ -140,14 +140,16 @@ def _type_name(value: Any) -> str:
     return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
-def _names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=1024)
+def _names(source: str) -> frozenset[str]:
+    """The names and attribute names `source` uses (parsed once per text: each tuning of a
+    program looks for its kernel's helpers again)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return set()
-    out = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    out |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    return out
+        return frozenset()
+    return frozenset({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+                     | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)})
 
 
 def _user_kernel(value: Any) -> bool:

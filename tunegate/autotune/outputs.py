@@ -110,8 +110,24 @@ def stored_arguments(kernel: Any) -> tuple[str, ...]:
 
 def argument_accesses(kernel: Any) -> Accesses:
     """What `kernel`'s loads and stores (and atomics) reach memory through; `TraitError` when
-    its source cannot be read."""
+    its source cannot be read. Read once per process per definition (its code object): each
+    tuning of a program asks again."""
     fn = python_function(kernel)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return _accesses(kernel, fn)
+    if code not in _ACCESSES:
+        if len(_ACCESSES) >= _ACCESSES_KEPT:
+            _ACCESSES.pop(next(iter(_ACCESSES)))
+        _ACCESSES[code] = _accesses(kernel, fn)
+    return _ACCESSES[code]
+
+
+_ACCESSES: dict[Any, Accesses] = {}  # by code object: equal ones are one definition
+_ACCESSES_KEPT = 1024
+
+
+def _accesses(kernel: Any, fn: Any) -> Accesses:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError) as e:

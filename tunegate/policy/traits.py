@@ -98,7 +98,36 @@ class KernelTraits:
 def detect_traits(kernel: Any = None, *, source: str | None = None,
                   name: str | None = None) -> KernelTraits:
     """Traits and loop map of a jitted kernel or plain function, or of `source` (the first
-    def, or `name`)."""
+    def, or `name`). A live kernel's are walked once per process while the globals its code
+    names stay bound to the same objects (`_bindings`): each tuning of a program reads its
+    kernel's traits again, and one walk of an fla kernel took 17-41 ms."""
     from ._detect import detect  # the source walk: only for a command given a kernel
 
-    return detect(kernel, source=source, name=name)
+    if source is not None or kernel is None:
+        return detect(kernel, source=source, name=name)
+    bindings = _bindings(kernel)
+    kept = _DETECTED.get((id(kernel), name))
+    if kept is not None and kept[0] is kernel and kept[1] == bindings:
+        return kept[2]
+    traits = detect(kernel, name=name)
+    if len(_DETECTED) >= _DETECTED_KEPT:
+        _DETECTED.pop(next(iter(_DETECTED)))
+    _DETECTED[(id(kernel), name)] = (kernel, bindings, traits)
+    return traits
+
+
+def _bindings(kernel: Any) -> tuple[Any, ...]:
+    """What the walk of `kernel` read besides its code: its code object and the object each
+    global name the code uses is bound to now (a helper rebound is walked anew)."""
+    from ..kernelfile import python_function
+
+    fn = python_function(kernel)
+    code = getattr(fn, "__code__", None)
+    scope = getattr(fn, "__globals__", {})
+    return (code, *(id(scope.get(n)) for n in getattr(code, "co_names", ())))
+
+
+# (id(kernel), name) -> (kernel, its `_bindings`, its traits); the kernel is kept so that its
+# id is not reused while its entry lives
+_DETECTED: dict[tuple[int, str | None], tuple[Any, tuple[Any, ...], KernelTraits]] = {}
+_DETECTED_KEPT = 1024
