@@ -347,6 +347,34 @@ def test_stress_draws_made_ahead_are_the_ones_the_check_uses_and_stop_when_work_
     assert ahead.stress(_config({"MODE": 0}), six).passed
 
 
+def test_a_draw_that_failed_ahead_fails_only_the_stress_checks_that_need_it():
+    """A draw whose inputs (or reference, or baseline) raise when made ahead is not made again:
+    a check of fewer draws passes, one that needs it fails with that error, as it would have
+    failed making it."""
+    from tests.kernels import trust
+    from tunegate.autotune.runner import FRESH_DRAWS, BaselineError, Runner
+
+    made: list[int] = []
+
+    def make_inputs(seed, device):
+        made.append(seed)
+        if seed == FRESH_DRAWS + 3:
+            raise ValueError("no such input")
+        return trust.INPUT_DEPENDENT.make_inputs(seed, device)
+
+    task = trust.INPUT_DEPENDENT.model_copy(update={"make_inputs": make_inputs})
+    runner = Runner(task, seed=0, baseline=None)
+    made.clear()
+    assert runner.stress_draws_ahead(6, due=lambda: False) == 3
+    assert made == [FRESH_DRAWS + i for i in range(4)]
+    three = StressCheck(min_launches=3, max_launches=3, draws=3)
+    assert runner.stress(_config({"MODE": 0}), three).passed
+    with pytest.raises(BaselineError, match="no such input"):
+        runner.stress(_config({"MODE": 0}), StressCheck(min_launches=6, max_launches=6,
+                                                         draws=6))
+    assert len(made) == 4, "the failed draw was made again"
+
+
 def test_stress_draws_ahead_keep_no_more_than_a_check_would(monkeypatch):
     from tests.kernels import trust
     from tunegate.autotune import runner as runner_module

@@ -69,6 +69,7 @@ class Runner:
         self.not_compared: dict[str, str] = {n: "scratch" for n in task.scratch}  # name: why
         self._fresh = FRESH_DRAWS
         self._stress_kept: list[tuple[Args, Expected]] = []  # see `_stress_draws`
+        self.ahead_failure: BaselineError | None = None  # see `stress_draws_ahead`
         self._groups: list[tuple[str, dict[str, torch.Tensor]]] = []  # see `vote`
         self._bounds: dict[tuple[str, torch.dtype], Bound | None] = {}  # see `_bound`
         self._bound_bytes = 0
@@ -280,6 +281,8 @@ class Runner:
         fit in `_stress_room` (an fla tuning that stressed five configs spent a third of
         its checking making twelve draws for each)."""
         draws = self._stress_kept[:n]
+        if len(draws) < n and self.ahead_failure is not None:
+            raise self.ahead_failure  # the next draw, as it failed when made ahead
         while len(draws) < n:
             draws.append(self._fresh_draw(self._fresh))
             self._fresh += 1
@@ -293,9 +296,17 @@ class Runner:
         `_stress_room`, or the device has less than a quarter of its memory free; the number
         kept. For a run worker waiting for its first compile: the stress check of a tuning's
         winner then finds its draws made (12 draws of an 8192^2 softmax took 0.03 s of a 1.3 s
-        tuning)."""
-        while len(self._stress_kept) < n and not due() and self._room_to_spare():
-            draw = self._fresh_draw(self._fresh)
+        tuning). A draw whose inputs, reference or baseline fail is not made again: a stress
+        check that needs it raises that failure (`_stress_draws`), one that needs fewer draws
+        never sees it."""
+        while (len(self._stress_kept) < n and self.ahead_failure is None and not due()
+               and self._room_to_spare()):
+            try:
+                draw = self._fresh_draw(self._fresh)
+            except BaselineError as e:
+                if "out of memory" not in str(e).lower():  # room now may be room later
+                    self.ahead_failure = e
+                break
             if _nbytes([*self._stress_kept, draw]) > self._stress_room:
                 break
             self._stress_kept.append(draw)

@@ -200,9 +200,16 @@ def build_ahead(runner: Any, due: Callable[[], bool] = lambda: True) -> None:
     with trace.span("stress draws ahead"):
         try:
             runner.stress_draws_ahead(DRAWS["gpu"], due)
+            failure: BaseException | None = runner.ahead_failure
         except Exception as e:  # noqa: BLE001 - the stress check makes them again and
-            trace.event("stress draws ahead failed",  # reports what is wrong, with context
-                        error=f"{type(e).__name__}: {e}")
+            failure = e  # reports what is wrong, with context
+            trace.event("stress draws ahead failed", error=f"{type(e).__name__}: {e}")
+    if failure is not None and classify(failure) is Outcome.CRASHED:
+        # The CUDA context is unusable: any request would fail as if its config had crashed.
+        print(f"tunegate: a stress draw made ahead broke the GPU context, so this worker "
+              f"ends: {type(failure).__name__}: {str(failure)[:500]}", file=sys.stderr,
+              flush=True)
+        os._exit(3)
 
 
 def _prepare_spare() -> None:
