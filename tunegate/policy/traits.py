@@ -107,7 +107,8 @@ def detect_traits(kernel: Any = None, *, source: str | None = None,
         return detect(kernel, source=source, name=name)
     bindings = _bindings(kernel)
     kept = _DETECTED.get((id(kernel), name))
-    if kept is not None and kept[0] is kernel and kept[1] == bindings:
+    if kept is not None and kept[0] is kernel and len(kept[1]) == len(bindings) \
+            and all(a is b for a, b in zip(kept[1], bindings)):
         return kept[2]
     traits = detect(kernel, name=name)
     if len(_DETECTED) >= _DETECTED_KEPT:
@@ -124,10 +125,10 @@ def _bindings(kernel: Any) -> tuple[Any, ...]:
     fn = python_function(kernel)
     code = getattr(fn, "__code__", None)
     scope = getattr(fn, "__globals__", {})
-    return (code, *(id(scope.get(n)) for n in getattr(code, "co_names", ())))
+    return (code, *(scope.get(n) for n in getattr(code, "co_names", ())))
 
 
-# (id(kernel), name) -> (kernel, its `_bindings`, its traits); the kernel is kept so that its
-# id is not reused while its entry lives
+# (id(kernel), name) -> (kernel, its `_bindings`, its traits), compared by identity; the kernel
+# and what its globals were bound to are kept, so that no id is reused while the entry lives
 _DETECTED: dict[tuple[int, str | None], tuple[Any, tuple[Any, ...], KernelTraits]] = {}
 _DETECTED_KEPT = 1024
