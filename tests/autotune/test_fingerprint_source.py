@@ -4,6 +4,7 @@ fingerprints its task again, and finding a class's source took 19 ms each time."
 import inspect
 import textwrap
 
+from tunegate._kept import Kept
 from tunegate.autotune import fingerprint
 from tunegate.autotune.fingerprint import callable_text, source_of
 
@@ -27,7 +28,7 @@ def test_sources_are_read_once_per_definition_and_closures_still_differ(monkeypa
         reads.append(obj)
         return real(obj)
 
-    monkeypatch.setattr(fingerprint, "_SOURCES", {})
+    monkeypatch.setattr(fingerprint, "_SOURCES", Kept(4096))
     monkeypatch.setattr(fingerprint.inspect, "getsource", counting)
     one, two = _factory(1), _factory(2)
     assert source_of(one) == source_of(two) == textwrap.dedent(real(one))

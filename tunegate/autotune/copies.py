@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from .._kept import Kept
 from .check import poison
 
 __all__ = ["copy_tensors", "margins", "overlapping", "restore"]
@@ -73,7 +74,7 @@ def margins(args: dict[str, Any]) -> dict[tuple[str, ...], torch.Tensor]:
     return found
 
 
-_UNCOVERED: dict[tuple[Any, ...], torch.Tensor] = {}  # by layout: the same for every launch
+_UNCOVERED = Kept(64)  # by layout: the same for every launch; a long program's many: the oldest go
 
 
 def _uncovered(flat: torch.Tensor, tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -84,10 +85,8 @@ def _uncovered(flat: torch.Tensor, tensors: list[torch.Tensor]) -> torch.Tensor:
         covered = torch.zeros(flat.shape, dtype=torch.bool, device=flat.device)
         for t in tensors:
             covered.as_strided(t.shape, t.stride(), t.storage_offset()).fill_(True)
-        if len(_UNCOVERED) >= 64:  # a long program's many layouts: the oldest go
-            del _UNCOVERED[next(iter(_UNCOVERED))]
         small = torch.int32 if flat.numel() < 2**31 else torch.int64  # a few MB at most
-        _UNCOVERED[key] = (~covered).nonzero().reshape(-1).to(small)
+        _UNCOVERED.keep(key, (~covered).nonzero().reshape(-1).to(small))
     return _UNCOVERED[key]
 
 

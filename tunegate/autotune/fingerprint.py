@@ -12,6 +12,7 @@ import re
 import textwrap
 from typing import Any, Iterable
 
+from .._kept import Kept
 from .._text import short_hash
 from ..kernelfile import python_function
 
@@ -61,15 +62,10 @@ def source_of(obj: Any) -> str:
         text = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
         text = stable_repr(fn)
-    if key is not None:
-        if len(_SOURCES) >= _SOURCES_KEPT:
-            _SOURCES.pop(next(iter(_SOURCES)))
-        _SOURCES[key] = text
-    return text
+    return text if key is None else _SOURCES.keep(key, text)
 
 
-_SOURCES: dict[Any, str] = {}  # see `source_of`; equal code objects are one definition
-_SOURCES_KEPT = 4096
+_SOURCES = Kept(4096)  # see `source_of`; equal code objects are one definition
 
 
 def stable_repr(value: Any) -> str:

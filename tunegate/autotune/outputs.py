@@ -14,6 +14,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from .._kept import Kept
 from ..kernelfile import python_function
 from ..policy.traits import TraitError
 
@@ -116,15 +117,12 @@ def argument_accesses(kernel: Any) -> Accesses:
     code = getattr(fn, "__code__", None)
     if code is None:
         return _accesses(kernel, fn)
-    if code not in _ACCESSES:
-        if len(_ACCESSES) >= _ACCESSES_KEPT:
-            _ACCESSES.pop(next(iter(_ACCESSES)))
-        _ACCESSES[code] = _accesses(kernel, fn)
-    return _ACCESSES[code]
+    if code in _ACCESSES:
+        return _ACCESSES[code]
+    return _ACCESSES.keep(code, _accesses(kernel, fn))
 
 
-_ACCESSES: dict[Any, Accesses] = {}  # by code object: equal ones are one definition
-_ACCESSES_KEPT = 1024
+_ACCESSES = Kept(1024)  # by code object: equal ones are one definition
 
 
 def _accesses(kernel: Any, fn: Any) -> Accesses:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .call import BlockShapes, CallFacts, DescriptorSite
+from .._kept import Kept
 from ..errors import TunegateError
 
 if TYPE_CHECKING:
@@ -110,11 +111,7 @@ def detect_traits(kernel: Any = None, *, source: str | None = None,
     if kept is not None and kept[0] is kernel and len(kept[1]) == len(bindings) \
             and all(a is b for a, b in zip(kept[1], bindings)):
         return kept[2]
-    traits = detect(kernel, name=name)
-    if len(_DETECTED) >= _DETECTED_KEPT:
-        _DETECTED.pop(next(iter(_DETECTED)))
-    _DETECTED[(id(kernel), name)] = (kernel, bindings, traits)
-    return traits
+    return _DETECTED.keep((id(kernel), name), (kernel, bindings, detect(kernel, name=name)))[2]
 
 
 def _bindings(kernel: Any) -> tuple[Any, ...]:
@@ -130,5 +127,4 @@ def _bindings(kernel: Any) -> tuple[Any, ...]:
 
 # (id(kernel), name) -> (kernel, its `_bindings`, its traits), compared by identity; the kernel
 # and what its globals were bound to are kept, so that no id is reused while the entry lives
-_DETECTED: dict[tuple[int, str | None], tuple[Any, tuple[Any, ...], KernelTraits]] = {}
-_DETECTED_KEPT = 1024
+_DETECTED = Kept(1024)
