@@ -263,3 +263,18 @@ def test_tutorial_kernels_in_fp16_keep_their_configs_and_a_block_too_small_fails
     assert runner.check(short, 1).mismatch is not None
     assert not runner.stress(short, StressCheck(min_launches=2, max_launches=2,
                                                 draws=2)).passed
+
+
+def test_the_tutorial_softmax_stressed_on_draws_made_ahead():
+    """The stress draws a run worker makes while it waits are the check's own: on them the
+    tutorial softmax's right config passes and a BLOCK_SIZE below the row length fails."""
+    from examples import tutorial_softmax
+
+    runner = _runner(tutorial_softmax.TASK)
+    assert runner.stress_draws_ahead(2, due=lambda: False) == 2
+    two = StressCheck(min_launches=2, max_launches=2, draws=2)
+    right = tutorial_softmax.TASK.space.complete({"num_warps": 1, "num_stages": 1})
+    assert runner.stress(right, two).passed
+    short = Config(values={**right.values, "BLOCK_SIZE": 64})  # rows are 96 long
+    assert not runner.stress(short, two).passed
+    assert runner.ahead_failure is None and len(runner._stress_kept) == 2

@@ -42,3 +42,17 @@ def test_traits_are_kept_until_a_global_of_the_kernel_is_rebound(tmp_path):
     module.helper = module.round_trip  # the kernel now calls another helper
     swapped = detect_traits(module.kernel)
     assert swapped is not first and "store_then_load" in swapped.traits
+
+
+def test_a_library_style_kernel_keeps_its_traits_across_asks():
+    """The tutorial matmul (a K loop of dots, no store then load): the second ask is the first
+    answer, and it still has no store-then-load trait; the seed kernel that stores then loads
+    one address in a pipelined loop still shows it when asked twice."""
+    from examples import store_load, tutorial_matmul
+
+    first = detect_traits(tutorial_matmul.matmul_kernel)
+    assert detect_traits(tutorial_matmul.matmul_kernel) is first
+    assert "store_then_load" not in first.traits
+    hazard = detect_traits(store_load.TASK.kernel)
+    assert detect_traits(store_load.TASK.kernel) is hazard
+    assert "store_then_load" in hazard.traits
