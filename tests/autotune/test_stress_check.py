@@ -295,6 +295,39 @@ def test_an_input_every_launch_leaves_alone_is_compared_only_after_the_first_and
     assert ends == [[frozenset({"x_ptr"})] * 2]  # compared once more, after the last launch
 
 
+def test_a_second_poison_round_over_some_draws_only_checks_those_draws():
+    from tests.kernels import trust
+    from tunegate.autotune.runner import Runner
+
+    # Draw 1 of 2 expects a NaN: after one round under the first poison, only it is launched
+    # under the second (a round over a draw that is not the first, which crashed before)
+    runner = Runner(trust.NAN_ON_SOME_DRAWS, seed=0, baseline=None)
+    two = StressCheck(min_launches=2, max_launches=2, draws=2)
+    right = runner.stress(_config({"MODE": 0}), two)
+    assert right.passed and right.launches == 3 and right.differing == 0, right.summary()
+    skipping = runner.stress(_config({"MODE": 1}), two)  # leaves its NaN result unwritten
+    assert not skipping.passed and skipping.first_wrong_draw == 1, skipping.summary()
+    assert skipping.first_mismatch.argument == "y_ptr"
+
+
+def test_a_draw_launched_once_is_not_compared_again_at_the_end():
+    from tests.kernels import trust
+    from tunegate.autotune.runner import Runner
+
+    runner = Runner(trust.TOUCHING_INPUT.model_copy(update={"reference": trust.reference}),
+                    seed=0, baseline=None)
+    ends: list[list[frozenset[str]]] = []
+    kept_changed = runner._kept_changed
+    runner._kept_changed = lambda draws, kept: (ends.append(list(kept)),
+                                                kept_changed(draws, kept))[1]
+    once = StressCheck(min_launches=2, max_launches=2, draws=2)
+    assert runner.stress(_config({"MODE": 2}), once).passed  # leaves x alone
+    assert ends == [[frozenset(), frozenset()]]  # its first launch's check saw x unchanged
+    trust._launches[("touch", 1)] = 4  # the next launch, a draw's only one, corrupts x
+    report = runner.stress(_config({"MODE": 1}), once)
+    assert report.wrong == 1 and report.first_mismatch.argument == "x_ptr", report.summary()
+
+
 def _counting_runner(task):
     """A runner of `task` and the seeds of the draws it makes from now on."""
     from tunegate.autotune.runner import Runner

@@ -166,3 +166,29 @@ NARROW_BASELINE_AND_A_BROKEN_CONFIG = NARROW_BASELINE.model_copy(update={
     "configs": tuple(_WITH_BROKEN.complete(v) for v in (
         {"BLOCK": 32, "BROKEN": 0}, {"BLOCK": 64, "BROKEN": 1}, {"BLOCK": 64, "BROKEN": 0},
         {"BLOCK": 128, "BROKEN": 0}))})
+
+
+def make_nan_on_odd_seeds(seed, device):
+    """`make_inputs`, with a NaN in x on odd seeds only: the expected output holds the first
+    poison (NaN) on those draws, so only they need a launch under the second poison."""
+    args = make_inputs(seed, device)
+    if seed % 2:
+        args["x_ptr"][3] = float("nan")
+    return args
+
+
+def launch_skipping_nan(args, config):
+    """Doubles x into y; MODE 1 leaves y[3] as it found it where x[3] is NaN (a config that
+    does not write its NaN results), which the first poison, NaN itself, hides."""
+    y = args["y_ptr"]
+    before = y[3].clone()
+    double[(1,)](args["x_ptr"], y, args["n"], BLOCK=256, VARIANT=1)
+    if config.values["MODE"] == 1 and bool(torch.isnan(args["x_ptr"][3])):
+        y[3] = before
+
+
+NAN_ON_SOME_DRAWS = Task(
+    name="nan_on_some_draws", kernel=double,
+    space=Space(parameters={"MODE": Parameter(domain=Choice(choices=(0, 1), default=0))}),
+    grid=(1,), launch=launch_skipping_nan, make_inputs=make_nan_on_odd_seeds,
+    outputs=("y_ptr",), reference=reference)

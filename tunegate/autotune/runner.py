@@ -507,9 +507,13 @@ class Runner:
         under_second: set[int] = set()  # the draws launched under the second poison
         draws = []
         with trace.span("stress draws", draws=s.draws):
-            for pristine, expected in self._stress_draws(s.draws):
-                draws.append((pristine, expected, self.prepare(pristine)))
+            for pristine, expected in self._stress_draws(s.draws):  # buffers laid out as
+                # the draw's, filled by each launch's `prepare`: the first restores them all
+                draws.append((pristine, expected, copy_tensors(pristine, unread=tuple(pristine))))
         firsts: list[dict[str, torch.Tensor] | None] = [None] * len(draws)
+        cloned: set[int] = set()  # the draws whose first outputs are copied out of their
+        # buffers, which happens before a second launch there (a draw launched once needs none)
+        launched = [0] * len(draws)
         verdicts: list[Mismatch | None] = [None] * len(draws)  # of each draw's first launch
         kept: list[frozenset[str]] = [frozenset()] * len(draws)  # see `prepare`
         launches = wrong = differing = 0
@@ -530,11 +534,18 @@ class Runner:
                 under_second.update(rounds)
             for d in rounds:
                 pristine, _, work = draws[d]
+                first = firsts[d]
+                if first is not None and d not in cloned:
+                    firsts[d] = {n: t.clone() for n, t in first.items()}
+                    cloned.add(d)
                 self.task.run(self.prepare(pristine, into=work, second=second, keep=kept[d]),
                               config)
-            outputs = [self._compared(draws[d][2], draws[d][1]) for d in rounds]
-            changed = self._changed([{n: t for n, t in outputs[d].items() if n not in kept[d]}
-                                     for d in rounds], firsts, [draws[d][0] for d in rounds])
+                launched[d] += 1
+            # By draw: a round of the second poison may launch some draws only (`rounds`)
+            outputs = {d: self._compared(draws[d][2], draws[d][1]) for d in rounds}
+            changed = dict(zip(rounds, self._changed(
+                [{n: t for n, t in outputs[d].items() if n not in kept[d]} for d in rounds],
+                [firsts[d] for d in rounds], [draws[d][0] for d in rounds])))
             for d in rounds:
                 launches += 1
                 if firsts[d] is None:
@@ -544,7 +555,7 @@ class Runner:
                 else:
                     bad = self._first_mismatch(outputs[d], draws[d][1])
                     if firsts[d] is None:
-                        firsts[d] = {n: t.clone() for n, t in outputs[d].items()}
+                        firsts[d] = outputs[d]  # views of the draw's buffers, until cloned
                         verdicts[d] = bad
                     else:
                         differing += 1
@@ -554,7 +565,9 @@ class Runner:
                     wrong += 1
                     if first_bad is None:
                         first_bad, first_bad_draw = bad, d
-        for d, bad in [*self._kept_changed(draws, kept), *(
+        once = frozenset()  # a draw launched once: its first launch's check saw its kept inputs
+        for d, bad in [*self._kept_changed(draws, [k if launched[d] > 1 else once
+                                                   for d, k in enumerate(kept)]), *(
                 (d, bad) for d, (_, expected, work) in enumerate(draws)
                 if (bad := self._outside(work, expected)) is not None)]:  # written since
             wrong += 1
