@@ -15,12 +15,12 @@ import importlib.util
 import inspect
 import os
 import sys
-import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ._text import short_hash
+from ._threads import Watch
 from .errors import TunegateError
 
 __all__ = ["KernelFileError", "chain", "import_reference", "importable_name", "jit_function",
@@ -57,11 +57,9 @@ def _short(text: str, limit: int = 200) -> str:
 def _exec_watched(spec: Any, module: ModuleType, path: Path) -> None:
     """Run the module's code; say on stderr when it takes long (a hang at import would
     otherwise look like tunegate hanging). The import is never cut short."""
-    timer = threading.Timer(IMPORT_WARN_SECONDS, lambda: print(
+    timer = Watch(IMPORT_WARN_SECONDS, lambda: print(
         f"tunegate: warning: still importing {path} after {IMPORT_WARN_SECONDS:g} s",
-        file=sys.stderr, flush=True))
-    timer.daemon = True
-    timer.start()
+        file=sys.stderr, flush=True), name="tunegate-import-watch")
     try:
         spec.loader.exec_module(module)
     finally:

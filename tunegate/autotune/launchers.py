@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from .._threads import start as start_thread
 from . import trace
 
 __all__ = ["build_driver_ahead", "build_launcher_ahead", "build_launchers_beside_compiles",
@@ -359,7 +360,7 @@ def _launcher_beside(fn: Any, compile: dict[str, Any]) -> None:
         except Exception as e:  # noqa: BLE001 - see `hook`
             log.debug("the launcher of %s was not built ahead: %s: %s", fn, type(e).__name__, e)
 
-    threading.Thread(target=build, daemon=True, name="tunegate-launcher").start()
+    start_thread(build, name="tunegate-launcher")
 
 
 def _launcher_class() -> Any:

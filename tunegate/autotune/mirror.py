@@ -27,6 +27,7 @@ from typing import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from .._threads import start as start_thread
 from . import trace
 
 __all__ = ["MirroredImports", "built_on_torch", "start", "torch_packages"]
@@ -128,8 +129,7 @@ def start(poll_s: float = POLL_S) -> threading.Event:
     """Mirror the program's imports from now on, in a daemon thread, until the event returned
     is set (or the process ends)."""
     stop = threading.Event()
-    threading.Thread(target=_watch, args=(poll_s, stop), daemon=True,
-                     name="tunegate-mirror-imports").start()
+    start_thread(_watch, poll_s, stop, name="tunegate-mirror-imports")
     return stop
 
 

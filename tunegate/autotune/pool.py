@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Hashable, Iterator
 
+from .._threads import start as start_thread
 from ..errors import TunegateError
 from ..space.space import Config
 from ..limits import MAX_DEVICES
@@ -348,8 +349,7 @@ class WorkerPool:
             _LOADING_COMPILERS.update(self.compilers)
         for worker in self.compilers:
             self._loaded[worker] = threading.Event()
-            threading.Thread(target=self._load_compiler, args=(worker,), daemon=True,
-                             name="tunegate-compile-worker-load").start()
+            start_thread(self._load_compiler, worker, name="tunegate-compile-worker-load")
 
     def start_first(self) -> None:
         """Start only the first run worker and wait for it (enough to re-check a stored best)."""

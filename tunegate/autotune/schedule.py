@@ -8,9 +8,9 @@ GPU host while the run workers time what is compiled.
 from __future__ import annotations
 
 import queue
-import threading
 from typing import Callable, Iterable, Iterator
 
+from .._threads import start as start_thread
 from ..space.space import Config
 from .evaluator import Evaluator, Trial
 from .pool import WorkerPool, compile_cores, device_count
@@ -89,9 +89,7 @@ def measure(evaluators: list[Evaluator], configs: Iterable[Config | Trial],
         finally:
             done.put(None)
 
-    threads = [threading.Thread(target=drain, args=(e,), daemon=True) for e in evaluators]
-    for t in threads:
-        t.start()
+    threads = [start_thread(drain, e, name="tunegate-evaluator") for e in evaluators]
     ended = [0]
 
     def finished(wait: bool) -> Iterator[Trial]:

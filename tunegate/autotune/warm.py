@@ -28,6 +28,7 @@ import logging
 import os
 import threading
 
+from .._threads import start as start_thread
 from ..children import MARK as CHILDREN
 from . import trace
 
@@ -94,10 +95,7 @@ def warm_up(*, gpu_only: bool = False, here: bool = False, spares: bool = True) 
         _STATE["deferred"] = True
         trace.event("spares deferred")
         return
-    thread = threading.Thread(target=_start_spares, args=(gpu_only,), daemon=True,
-                              name="tunegate-warm-up")
-    _STATE["thread"] = thread
-    thread.start()
+    _STATE["thread"] = start_thread(_start_spares, gpu_only, name="tunegate-warm-up")
 
 
 def preload(*modules: str | None) -> None:
