@@ -511,9 +511,7 @@ class Runner:
                 # the draw's, filled by each launch's `prepare`: the first restores them all
                 draws.append((pristine, expected, copy_tensors(pristine, unread=tuple(pristine))))
         firsts: list[dict[str, torch.Tensor] | None] = [None] * len(draws)
-        cloned: set[int] = set()  # the draws whose first outputs are copied out of their
-        # buffers, which happens before a second launch there (a draw launched once needs none)
-        launched = [0] * len(draws)
+        launched = [0] * len(draws)  # per draw
         verdicts: list[Mismatch | None] = [None] * len(draws)  # of each draw's first launch
         kept: list[frozenset[str]] = [frozenset()] * len(draws)  # see `prepare`
         launches = wrong = differing = 0
@@ -535,9 +533,9 @@ class Runner:
             for d in rounds:
                 pristine, _, work = draws[d]
                 first = firsts[d]
-                if first is not None and d not in cloned:
+                if first is not None and launched[d] == 1:  # its first outputs leave its
+                    # buffers before they are written again (a draw launched once needs no copy)
                     firsts[d] = {n: t.clone() for n, t in first.items()}
-                    cloned.add(d)
                 self.task.run(self.prepare(pristine, into=work, second=second, keep=kept[d]),
                               config)
                 launched[d] += 1
