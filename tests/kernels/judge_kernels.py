@@ -242,3 +242,37 @@ ODD_BASELINE = Task(name="odd_copy", kernel=odd_copy,
                     space=Space(parameters={"BLOCK": _choice(48, 32, 64)}),
                     grid=lambda meta: (triton.cdiv(N, meta["BLOCK"]),),
                     make_inputs=odd_copy_inputs, outputs=("y_ptr",))
+
+
+@triton.jit
+def column_sums(x_ptr, y_ptr, rows, COLS: tl.constexpr, BLOCK: tl.constexpr,
+                WRONG: tl.constexpr):
+    """y[c] = sum over rows of x[:, c], in float32 whatever x's dtype, BLOCK rows at a time:
+    BLOCK decides the order of the additions. WRONG=1 drops the last block of rows."""
+    cols = tl.arange(0, COLS)
+    acc = tl.zeros((BLOCK, COLS), dtype=tl.float32)
+    for start in range(0, rows - WRONG * BLOCK, BLOCK):
+        r = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + r[:, None] * COLS + cols[None, :], mask=r[:, None] < rows,
+                       other=0.0).to(tl.float32)
+    tl.store(y_ptr + cols, tl.sum(acc, axis=0))
+
+
+def centred_inputs(dtype: torch.dtype):
+    """x of 256 x 8 values of size ~100 whose columns are centred: every column sum cancels to
+    ~1e-4, far below its rounding error (~1e-4 * 100 * 16): one row, every element near
+    cancellation (a bias gradient of normalised activations)."""
+    def make(seed: int, device: str) -> dict:
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(256, 8, generator=g) * 100
+        x = (x - x.mean(0, keepdim=True)).to(dtype)
+        return {"x_ptr": x.to(device), "y_ptr": torch.empty(8, device=device), "rows": 256,
+                "COLS": 8}
+    return make
+
+
+def column_sums_task(dtype: torch.dtype, reference=None) -> Task:
+    return Task(name="column_sums", kernel=column_sums,
+                space=Space(parameters={"BLOCK": _choice(8, 64), "WRONG": _choice(0, 1)}),
+                grid=(1,), make_inputs=centred_inputs(dtype), outputs=("y_ptr",),
+                reference=reference)

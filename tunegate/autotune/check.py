@@ -19,6 +19,15 @@ magnitude is capped at `ROW_SCALE_CAP` times the row's mean |expected|, so that 
 does not set it.
 Integers and bools are compared bit for bit always.
 
+A float output can also be ill-conditioned as a whole: a column sum of centred data, every
+element near cancellation, carries rounding errors of the summands' size, far above any
+expected element or row. Against a baseline, where a comparison fails, the baseline is run
+again on its draw with every float input moved by a relative `perturbation` (float32's rtol,
+about a thousand times its rounding unit) and how far its own output moved (row-scaled like
+the values) is allowed on top (`sensitivity`): a reduction order is a far smaller change of
+the inputs than that, while a wrong element (a block skipped, stale data, an unwritten tail)
+is off by the summands' size or more.
+
 A float output is compared with the tolerance of the kernel's working precision where that is
 coarser than its own dtype: the narrowest float type among the call's tensors (`working_dtype`).
 A float32 result computed from float16 tensors carries float16 roundings of its intermediates
@@ -36,8 +45,8 @@ import torch
 from .mismatch import ROW_SCALE_CAP, Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Bound", "Mismatch", "bits_differ", "compare", "follows_poison",
-           "holds_poison", "poison", "surely_inside", "tolerance", "working_dtype",
-           "written_beyond"]
+           "holds_poison", "perturbation", "poison", "sensitivity", "surely_inside", "tolerance",
+           "working_dtype", "written_beyond"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -81,6 +90,22 @@ def working_dtype(tensors: Any) -> torch.dtype | None:
     if not floats:
         return None
     return max(floats, key=lambda d: DEFAULT_TOLERANCES[_name(d)][0])
+
+
+def perturbation(tensors: Any) -> float:
+    """The relative size of the input perturbation behind a `sensitivity`: float64's rtol where
+    every float tensor is float64, else float32's (a kernel's sums run in float32 at best)."""
+    floats = [t.dtype for t in tensors if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
+    wide = "float64" if floats and all(d == torch.float64 for d in floats) else "float32"
+    return DEFAULT_TOLERANCES[wide][0]
+
+
+def sensitivity(expected: torch.Tensor, moved: torch.Tensor) -> torch.Tensor:
+    """Per element, how far the baseline's output `moved` when its inputs were perturbed
+    (`perturbation`), as a row's scale (`_row_scale`: NaN and inf count as no move): the slack
+    a comparison with `expected` allows on top of its tolerance."""
+    wide = _wide(expected.dtype)
+    return _row_scale(moved.detach().to(expected.device, wide) - expected.detach().to(wide))
 
 
 def _poison_value(dtype: torch.dtype, second: bool) -> float | int | bool:
@@ -274,11 +299,13 @@ def _wide(dtype: torch.dtype) -> torch.dtype:
 def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
             overrides: Mapping[str, tuple[float, float]] | None = None,
             row_scaled: bool = False, working: torch.dtype | None = None,
-            bound: Bound | None = None) -> Mismatch | None:
+            bound: Bound | None = None, slack: torch.Tensor | None = None,
+            perturbed: float = 0.0) -> Mismatch | None:
     """None if `got` matches `expected` within tolerance, else the evidence. `row_scaled`:
     floats' rtol applies to the row's largest |expected|; `working`: the kernel's working
     precision (see the module docstring); `bound`: a kept Bound of `expected` for these
-    tolerances (same result, less memory traffic)."""
+    tolerances (same result, less memory traffic); `slack`: a `sensitivity` of `expected`
+    allowed on top, from inputs moved by `perturbed`."""
     if got.shape != expected.shape:
         return Mismatch(argument=name, mismatched=got.numel(), total=got.numel(),
                         unwritten=0, max_abs_error=None, max_rel_error=None, first_index=[],
@@ -318,7 +345,7 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
             Bound(e, got.dtype, rtol, atol, row_scaled)
         gw, ew = g.to(_wide(got.dtype)), judge.wide
         diff = (gw - ew).abs()
-        bad = ~(diff <= judge.limit)
+        bad = ~(diff <= (judge.limit if slack is None else judge.limit + slack))
         if not bool(bad.any()):
             return None
         bad &= ~((gw.isnan() & ew.isnan()) | (gw.isinf() & (gw == ew)))
@@ -338,7 +365,9 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
                     got=_show(g.flatten()[flat]), expected=_show(e.flatten()[flat]),
                     rtol=rtol, atol=atol, dtype=_name(got.dtype),
                     row_scaled=row_scaled and not _bitwise(got.dtype),
-                    working=_name(working) if coarser and working is not None else "")
+                    working=_name(working) if coarser and working is not None else "",
+                    perturbed=perturbed if slack is not None and not _bitwise(got.dtype)
+                    else 0.0)
 
 
 def bits_differ(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -3,8 +3,10 @@ reference function (here) or the baseline config (made by the runner's two poiso
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from ..errors import TunegateError
 from .nested import assemble
@@ -25,13 +27,16 @@ class Expected(BaseModel):
     """The expected state of the compared tensors after a launch on one draw; `written` masks
     the elements of a tensor that the baseline writes (the others are not compared);
     `margins`, the memory around and between the tensors of each copied storage, as a launch
-    must leave it (`copies.margins`)."""
+    must leave it (`copies.margins`); `drawn`, the draw it was made from, and `_slack`, its
+    `check.sensitivity` there once measured (see `Runner._slack`)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     tensors: dict[str, torch.Tensor]
     written: dict[str, torch.Tensor] = {}
     margins: dict[tuple[str, ...], torch.Tensor] = {}
+    drawn: dict[str, Any] | None = None
+    _slack: dict[str, torch.Tensor] | None = PrivateAttr(default=None)
 
     def compared(self, args: Args) -> dict[str, torch.Tensor]:
         """The compared tensors of a launch's `args`, unwritten elements taken from here."""

@@ -36,15 +36,16 @@ class Mismatch(BaseModel):
     row_scaled: bool = False  # rtol of max(|expected|, the row's scale: see check._row_scale)
     summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
     working: str = ""  # the narrower input dtype whose tolerance applied (check.working_dtype)
+    perturbed: float = 0.0  # the baseline's move under inputs perturbed so much was allowed too
     beyond: int = 0  # elements written where the baseline config writes none (the only fault)
     whole: bool = False  # with `beyond`: the baseline config writes none of this output
     outside: int = 0  # elements written outside the argument's own (past its end, in its gaps)
 
     def evidence(self) -> dict:
         """The fields as a reason's evidence (`summed_over`, `working`, `beyond`, `whole`,
-        `outside` only where they apply)."""
+        `outside`, `perturbed` only where they apply)."""
         return self.model_dump(exclude={n for n in ("summed_over", "working", "beyond", "whole",
-                                                    "outside")
+                                                    "outside", "perturbed")
                                          if not getattr(self, n)})
 
     def _tolerance(self) -> str:
@@ -54,7 +55,9 @@ class Mismatch(BaseModel):
               if self.row_scaled
               else " of the summed |expected|" if self.summed_over else "")
         source = f" computed from {self.working} tensors" if self.working else ""
-        return f"{self.dtype}{source}, rtol {self.rtol:g}{of}, atol {self.atol:g}"
+        moved = (f", plus how far the baseline config's output moves when its float inputs "
+                 f"move by {self.perturbed:g} (relative)" if self.perturbed else "")
+        return f"{self.dtype}{source}, rtol {self.rtol:g}{of}, atol {self.atol:g}{moved}"
 
     def summary(self) -> str:
         if self.outside:

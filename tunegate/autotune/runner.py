@@ -28,8 +28,8 @@ import torch
 
 from ..space.space import Config
 from . import trace
-from .check import Bound, Mismatch, bits_differ, compare, follows_poison, holds_poison, poison, \
-    tolerance, working_dtype, written_beyond, written_outside
+from .check import Bound, Mismatch, bits_differ, compare, follows_poison, holds_poison, \
+    perturbation, poison, sensitivity, tolerance, working_dtype, written_beyond, written_outside
 from .copies import copy_tensors, margins, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
@@ -51,6 +51,8 @@ KEPT_STRESS_BYTES = 1 << 30
 # Tolerance bounds of draw 0's expected floats are kept for the compares of every timing while
 # they take no more memory than this (see `check.Bound`).
 KEPT_BOUND_BYTES = 1 << 30
+# The float inputs a `_slack` moves; fp8 tensors hold quantized values, moved by no rounding.
+_PERTURBED = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 class Runner:
@@ -170,7 +172,8 @@ class Runner:
             untouched = margins(args)  # as every launch finds it
             expected = reference_outputs(self.task, args, self.zeroed)
             return Expected(tensors={n: t for n, t in expected.items()
-                                     if n not in self.not_compared}, margins=untouched)
+                                     if n not in self.not_compared}, margins=untouched,
+                            drawn=pristine)
         assert self.baseline is not None
         settling = not self._expected_cache  # what each tensor is, settled on draw 0 only
         try:
@@ -201,7 +204,7 @@ class Runner:
                 written[name] = mask
             tensors[name] = t
         return Expected(tensors=tensors, written=written,
-                        margins=self._left_alone(untouched, first))
+                        margins=self._left_alone(untouched, first), drawn=pristine)
 
     def _left_alone(self, untouched: dict[tuple[str, ...], torch.Tensor], launched: Args
                     ) -> dict[tuple[str, ...], torch.Tensor]:
@@ -354,14 +357,19 @@ class Runner:
             return None  # pickling an unknown value raises
         return specs
 
-    def _compare(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Mismatch | None:
+    def _compare(self, name: str, got: torch.Tensor, want: torch.Tensor,
+                 slack: torch.Tensor | None = None) -> Mismatch | None:
         """`compare` with the task's tolerances; against a baseline (no reference) floats are
-        compared row-scaled: its reduction order is no more right than the config's. A zeroed
-        buffer of partial sums whose layout depends on the config is compared by its sums."""
+        compared row-scaled: its reduction order is no more right than the config's, and with
+        its `slack` where given (`_slack`). A zeroed buffer of partial sums whose layout
+        depends on the config is compared by its sums."""
         row_scaled = self.task.reference is None
         if name in self.zeroed:
             return compare_partials(name, got, want, self.task.tolerances,
                                     row_scaled=row_scaled, working=self.working)
+        if slack is not None:
+            return compare(name, got, want, self.task.tolerances, row_scaled=row_scaled,
+                           working=self.working, slack=slack, perturbed=self._perturbation)
         return compare(name, got, want, self.task.tolerances, row_scaled=row_scaled,
                        working=self.working, bound=self._bound(name, got, want))
 
@@ -418,11 +426,55 @@ class Runner:
 
     def _first_mismatch(self, compared: dict[str, torch.Tensor], expected: Expected
                         ) -> Mismatch | None:
+        """The first compared tensor that differs from its expected state; a float one that
+        differs by finite amounts only is compared again allowing its `_slack`."""
         for name, got in compared.items():
-            bad = self._compare(name, got, expected.tensors[name])
+            want = expected.tensors[name]
+            bad = self._compare(name, got, want)
+            if (bad is not None and expected.drawn is not None and name not in self.zeroed
+                    and bad.rtol > 0 and not bad.unwritten and bad.max_abs_error is not None):
+                slack = self._slack(expected).get(name)
+                if slack is not None:
+                    bad = self._compare(name, got, want, slack)
             if bad is not None:
                 return bad
         return None
+
+    @cached_property
+    def _perturbation(self) -> float:
+        """The relative input perturbation a `_slack` stands for (`check.perturbation`)."""
+        return perturbation(self.inputs(0).values())
+
+    def _slack(self, expected: Expected) -> dict[str, torch.Tensor]:
+        """Per compared float tensor, how far the expected state moves when the float inputs
+        of the draw it was made from move by `_perturbation` (relative; `check.sensitivity`):
+        measured once per draw, at its first failed comparison, by one more launch of the
+        baseline (or call of the reference). Inputs of 16-bit floats cannot move so little:
+        they move by a few of their rounding units, and the move is scaled down to that size."""
+        if expected._slack is not None:
+            return expected._slack
+        assert expected.drawn is not None
+        reference = self.task.reference is not None
+        args = copy_tensors(expected.drawn) if reference else self.prepare(expected.drawn)
+        moved = [t for n, t in tensors_of(args).items() if n not in self.poisoned
+                 and n not in self.zeroed and n not in self.task.scratch and t.dtype in _PERTURBED]
+        step = max([self._perturbation, *(4 * torch.finfo(t.dtype).eps for t in moved)])
+        generator = torch.Generator(device=self.device).manual_seed(self.seed)
+        for t in moved:
+            factor = torch.rand(t.shape, generator=generator, device=t.device,
+                                dtype=torch.float64 if t.dtype == torch.float64 else torch.float32)
+            t.copy_(t * factor.mul_(2 * step).add_(1 - step))
+        try:
+            state = reference_outputs(self.task, args, self.zeroed) if reference \
+                else self._run(args, self.baseline)  # type: ignore[arg-type]
+        except Exception:  # nothing measured: the comparison stands without a slack
+            expected._slack = {}
+            return expected._slack
+        scale = self._perturbation / step
+        expected._slack = {n: sensitivity(expected.tensors[n], t).mul_(scale)
+                           for n, t in expected.compared(state).items()
+                           if t.dtype.is_floating_point and n not in self.not_compared}
+        return expected._slack
 
     def _vote_of(self, bad: Mismatch, args: Args) -> str | None:
         """The vote of a wrong output, unless it left elements unwritten that the baseline

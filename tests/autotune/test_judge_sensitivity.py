@@ -1,0 +1,63 @@
+"""The judge on an output near cancellation everywhere: configs that only add in another order
+pass (their difference is within how far the expected output moves when the inputs move by
+float32's rtol), a config that drops a block of the sum still fails. Real kernels under the
+interpreter, through the Runner."""
+
+import pytest
+import torch
+
+from tests.kernels import judge_kernels as jk
+from tunegate.autotune.check import compare, perturbation, sensitivity
+from tunegate.autotune.runner import Runner
+from tunegate.space import Config
+
+pytestmark = pytest.mark.interpreter
+
+RIGHT, OTHER_ORDER, DROPS_A_BLOCK = ({"BLOCK": 8, "WRONG": 0}, {"BLOCK": 64, "WRONG": 0},
+                                     {"BLOCK": 64, "WRONG": 1})
+
+
+def _exact_sums(x_ptr, y_ptr, rows, COLS):
+    return x_ptr.double().sum(0).float()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_another_order_of_a_cancelling_sum_passes_and_a_dropped_block_fails(dtype,
+                                                                         with_reference):
+    task = jk.column_sums_task(dtype, _exact_sums if with_reference else None)
+    runner = Runner(task, seed=0, baseline=None if with_reference else Config(values=RIGHT))
+    pristine, expected = runner.draw(0)
+    got = runner._launch(pristine, Config(values=OTHER_ORDER))["y_ptr"]
+    if dtype == torch.float32:  # the tolerance alone rejects the other order: every element
+        # is near cancellation, so no element or row gives a scale (float16 inputs cancel less)
+        assert compare("y_ptr", got, expected.tensors["y_ptr"], row_scaled=not with_reference) \
+            is not None
+    assert runner.check(Config(values=OTHER_ORDER), 2).mismatch is None
+    wrong = runner.check(Config(values=DROPS_A_BLOCK), 2).mismatch
+    assert wrong is not None and wrong.perturbed == perturbation([got])
+    assert "move by 0.0001 (relative)" in wrong.summary()
+
+
+def test_the_stress_check_allows_the_slack_too():
+    runner = Runner(jk.column_sums_task(torch.float32), seed=0, baseline=Config(values=RIGHT))
+    from tunegate.autotune.stress import StressCheck
+
+    settings = StressCheck(min_launches=4, max_launches=4, draws=2)
+    assert runner.stress(Config(values=OTHER_ORDER), settings).passed
+    report = runner.stress(Config(values=DROPS_A_BLOCK), settings)
+    assert report.wrong == 4 and report.first_mismatch.perturbed
+
+
+def test_sensitivity_is_row_scaled_and_ignores_what_is_not_finite():
+    expected = torch.tensor([[1.0, 2.0, float("nan")], [0.0, 0.0, 0.0]])
+    moved = torch.tensor([[1.5, 2.0, 3.0], [0.0, 0.0, float("inf")]])
+    slack = sensitivity(expected, moved)
+    assert slack[0].tolist() == [0.5, 0.5, 0.5]  # the row's largest move, at most 8x its mean
+    assert slack[1].tolist() == [0.0, 0.0, 0.0]  # a NaN or inf move is no move
+
+
+def test_perturbation_is_float32s_rtol_unless_every_float_is_float64():
+    assert perturbation([torch.zeros(1, dtype=torch.float16), torch.zeros(1)]) == 1e-4
+    assert perturbation([torch.zeros(1, dtype=torch.float64), torch.zeros(1, dtype=torch.int8)]) \
+        == 1e-7
