@@ -239,6 +239,23 @@ def test_a_kernel_module_no_worker_can_import_is_tuned_in_this_process(monkeypat
                for n in result.notes), result.notes
 
 
+def test_hooks_that_read_state_only_this_process_set_up_are_tuned_in_this_process(caplog):
+    """Every baseline raised in the workers (KeyError: the hook's state is set at run time),
+    while each config launches here without error: stock Triton runs such a program, so the
+    call is tuned here, checked as in a worker."""
+    from tests.kernels import hook_state as mod
+
+    caplog.set_level(logging.INFO, logger="tunegate")
+    mod.STATE["bias"] = 2.5
+    x, bias, y = torch.randn(100), torch.empty(100), torch.empty(100)
+    mod.add_bias[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, bias, y, 100)
+    assert torch.equal(y, x + 2.5)
+    result = mod.add_bias.last_result
+    assert result is not None and all(t.status == "ok" for t in result.trials)
+    assert any("raised in isolated workers, not in this process" in r.getMessage()
+               and "KeyError" in r.getMessage() for r in caplog.records)
+
+
 def test_a_baseline_that_fails_in_this_process_gives_way_to_the_next(monkeypatch):
     """Tuned here, the in-process worker loads the task (the baseline on draw 0) when the pool
     starts, as a worker process does: a baseline that cannot be built gives way to the next

@@ -280,7 +280,7 @@ class Autotuner(TritonAutotuner):
                 tell_triton(self, key, allowed[0], listed, None)
             return allowed[0]
         try:
-            result = self._tune(args, kwargs, key, pruned, listed, traits)
+            result = self._tune(args, kwargs, key, pruned, listed, traits, allowed)
         except TuneInterrupted as e:  # stored, and reported; then the program stops
             record(name, shown, len(pruned), excluded, e.result, error="interrupted (Ctrl-C)")
             raise
@@ -302,8 +302,14 @@ class Autotuner(TritonAutotuner):
         return chosen
 
     def _tune(self, args: tuple[Any, ...], kwargs: dict[str, Any], key: tuple[Any, ...],
-              pruned: list[Any], listed: Configs, traits: Any) -> TuneResult:
+              pruned: list[Any], listed: Configs, traits: Any, allowed: list[Any],
+              here: str = "") -> TuneResult:
+        """Tune this call in isolated workers, or here where they cannot run it (`here` says
+        why); here too where every baseline raised in the workers while each allowed config
+        launches here without error: the program's hooks or kernel read state that only this
+        process set up (a dict filled under `if __name__ == "__main__":`)."""
         ref, depth, why = locate(self)
+        why = here or why
         if ref is not None and ref.module is None and not why:  # workers import the file
             line = unguarded_line(ref.file)
             if line is not None:
@@ -364,6 +370,13 @@ class Autotuner(TritonAutotuner):
                       here=self, **options)
         try:
             result = tuner.run()
+        except BaselinesFailed as e:
+            if why or not e.raised or self.reference is not None:
+                raise
+            self._launch_each(args, kwargs, allowed)  # the program's own error, as Triton's
+            return self._tune(args, kwargs, key, pruned, listed, traits, allowed,
+                              here=f"the baseline configs raised in isolated workers, not in "
+                                   f"this process ({str(e)[:200]})")
         finally:  # why each config lost, also when none is left
             for trial in getattr(tuner, "trials", []):
                 if trial.status is not Outcome.OK and trial.reason is not None:
