@@ -57,6 +57,7 @@ class HelionGate:
         self._kernel: Any = None
         self._args: Sequence[Any] = ()
         self._expected: Any = None
+        self._moved: Any = None  # the baseline's output on moved inputs (see `_moved_baseline`)
 
     def settings(self, inner: Callable[..., Any] | None = None) -> dict[str, Any]:
         """`@helion.kernel(**gate.settings())`; `inner` is the autotuner_fn to wrap (Helion's).
@@ -77,6 +78,7 @@ class HelionGate:
         """Helion's `autotuner_fn`, which first lets the gate see the bound kernel and args."""
         def autotuner_fn(bound_kernel: Any, args: Sequence[Any], **kwargs: Any) -> Any:
             self._kernel, self._args, self._expected = bound_kernel, tuple(args), None
+            self._moved = None
             self._check_default(bound_kernel)
             if inner is not None:
                 return inner(bound_kernel, args, **kwargs)
@@ -123,8 +125,15 @@ class HelionGate:
         try:
             if self._expected is None:
                 self._expected = self._baseline()
-            wrong = _mismatches(self._run(config), self._expected, self.tolerances,
+            got = self._run(config)
+            wrong = _mismatches(got, self._expected, self.tolerances,
                                 row_scaled=self.reference is None)
+            if wrong and all(m.rtol > 0 and not m.unwritten and m.max_abs_error is not None
+                             for m in wrong):  # finite float differences: within how far the
+                if self._moved is None:  # baseline moves with its inputs? (check.sensitivity)
+                    self._moved = self._moved_baseline()
+                wrong = _mismatches(got, self._expected, self.tolerances,
+                                    row_scaled=self.reference is None, moved=self._moved)
         except Exception as e:  # unchecked means its timing must not count
             log.warning("experimental Helion config %r failed its accuracy check run (%s: %s): "
                         "dropped", config, type(e).__name__, e)
@@ -138,18 +147,35 @@ class HelionGate:
         self.counts.checked_right += 1
         return True
 
-    def _baseline(self) -> Any:
+    def _baseline(self, args: tuple[Any, ...] | None = None) -> Any:
+        """The expected output and arguments: the reference's or the default config's, on
+        copies of the call's arguments (or on `args`)."""
+        args = _copies(self._args) if args is None else args
         if self.reference is not None:
-            return (self.reference(*_copies(self._args)), None)
+            return (self.reference(*args), None)
         default = self._kernel.config_spec.default_config()
         if self.verdict(default).status == "excluded":  # disabled configs are never compiled
             raise _NoBaseline("the kernel's default config is excluded by the policy and no "
                               "reference was given: HelionGate(reference=...)")
-        return self._run(default)
+        return self._run(default, args)
 
-    def _run(self, config: Any) -> tuple[Any, tuple[Any, ...]]:
-        """The output and the arguments after one run of `config` on copies of the args."""
+    def _moved_baseline(self) -> tuple[Any, float, float]:
+        """The baseline on copies of the arguments whose floats moved by a `perturbation`
+        (`check.perturb`), with the factor that scales its move and the perturbation."""
+        import torch
+
+        from .autotune.check import perturb, perturbation
+
         args = _copies(self._args)
+        nominal = perturbation(args)
+        scale = perturb([a for a in args if isinstance(a, torch.Tensor)], nominal, seed=0)
+        return self._baseline(args), scale, nominal
+
+    def _run(self, config: Any, args: tuple[Any, ...] | None = None
+             ) -> tuple[Any, tuple[Any, ...]]:
+        """The output and the arguments after one run of `config` on copies of the args (or
+        on `args`)."""
+        args = _copies(self._args) if args is None else args
         out = self._kernel.compile_config(config)(*args)
         return (out, args)
 
@@ -187,15 +213,27 @@ def _tensors(value: Any, name: str) -> list[tuple[str, Any]]:
     return []
 
 
-def _mismatches(got: Any, expected: Any, tolerances: Any, *, row_scaled: bool) -> list[Any]:
-    """Every output (and argument, which the kernel may write) that differs from the baseline's."""
-    from .autotune.check import compare, working_dtype
+def _mismatches(got: Any, expected: Any, tolerances: Any, *, row_scaled: bool,
+                moved: tuple[Any, float, float] | None = None) -> list[Any]:
+    """Every output (and argument, which the kernel may write) that differs from the
+    baseline's; with `moved` (`_moved_baseline`), allowing the baseline's `check.sensitivity`."""
+    from .autotune.check import compare, sensitivity, working_dtype
 
-    (g_out, g_args), (e_out, e_args) = got, expected
-    pairs = list(zip(_tensors(g_out, "output"), _tensors(e_out, "output")))
-    if e_args is not None:
-        pairs += zip(_tensors(g_args, "argument"), _tensors(e_args, "argument"))
+    def pairs_of(a: Any, b: Any) -> list[tuple[tuple[str, Any], tuple[str, Any]]]:
+        (a_out, a_args), (b_out, b_args) = a, b
+        pairs = list(zip(_tensors(a_out, "output"), _tensors(b_out, "output")))
+        if b_args is not None and a_args is not None:
+            pairs += zip(_tensors(a_args, "argument"), _tensors(b_args, "argument"))
+        return pairs
+
+    pairs = pairs_of(got, expected)
     working = working_dtype(e for _, (_, e) in pairs)
-    found = [compare(name, g, e, tolerances, row_scaled=row_scaled, working=working)
+    slacks: dict[str, Any] = {}
+    if moved is not None:
+        state, scale, nominal = moved
+        slacks = {name: sensitivity(e, m).mul_(scale) for (name, m), (_, e)
+                  in pairs_of(state, expected) if e.dtype.is_floating_point}
+    found = [compare(name, g, e, tolerances, row_scaled=row_scaled, working=working,
+                     slack=slacks.get(name), perturbed=moved[2] if moved else 0.0)
              for (name, g), (_, e) in pairs]
     return [m for m in found if m is not None]

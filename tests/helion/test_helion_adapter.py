@@ -116,3 +116,25 @@ def test_helions_settings_copy_keeps_the_one_gate_even_after_it_saw_the_kernel()
     settings = Settings(**gate.settings())
     assert deepcopy(settings).autotune_config_filter is gate
     assert settings.to_dict()["autotune_config_filter"] is gate
+
+
+def test_an_experimental_config_near_cancellation_is_compared_allowing_the_baseline_s_move():
+    """Column sums of centred data (every element near cancellation): another order of the
+    additions differs from the baseline's beyond the tolerance, but not beyond how far the
+    baseline's output moves when its inputs move by float32's rtol; a dropped block does."""
+    from tunegate.autotune.check import perturb, perturbation
+    from tunegate.helion import _mismatches
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 8, generator=g) * 100
+    x = x - x.mean(0, keepdim=True)
+    expected = (x.sum(0), None)
+    other_order = (x.view(32, 8, 8).sum(1).flip(0).sum(0), None)
+    dropped = (x[:-8].sum(0), None)
+    moved_x = x.clone()
+    scale = perturb([moved_x], perturbation([moved_x]), seed=0)
+    moved = ((moved_x.sum(0), None), scale, perturbation([moved_x]))
+    assert _mismatches(other_order, expected, None, row_scaled=True)
+    assert not _mismatches(other_order, expected, None, row_scaled=True, moved=moved)
+    (wrong,) = _mismatches(dropped, expected, None, row_scaled=True, moved=moved)
+    assert wrong.perturbed == 1e-4

@@ -45,8 +45,8 @@ import torch
 from .mismatch import ROW_SCALE_CAP, Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Bound", "Mismatch", "bits_differ", "compare", "follows_poison",
-           "holds_poison", "perturbation", "poison", "sensitivity", "surely_inside", "tolerance",
-           "working_dtype", "written_beyond"]
+           "holds_poison", "perturb", "perturbation", "poison", "sensitivity", "surely_inside",
+           "tolerance", "working_dtype", "written_beyond"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -98,6 +98,27 @@ def perturbation(tensors: Any) -> float:
     floats = [t.dtype for t in tensors if isinstance(t, torch.Tensor) and t.dtype.is_floating_point]
     wide = "float64" if floats and all(d == torch.float64 for d in floats) else "float32"
     return DEFAULT_TOLERANCES[wide][0]
+
+
+# The float dtypes `perturb` moves; fp8 tensors hold quantized values, moved by no rounding.
+_PERTURBED = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def perturb(tensors: list[torch.Tensor], nominal: float, seed: int) -> float:
+    """Move every float tensor of `tensors` in place by random relative amounts of at most
+    `nominal` (a `perturbation`), or of a few rounding units where its dtype cannot move so
+    little (16-bit floats: the move is then larger); the factor that scales the outputs' move
+    back to one of `nominal` (a linear estimate)."""
+    moved = [t for t in tensors if t.dtype in _PERTURBED]
+    step = max([nominal, *(4 * torch.finfo(t.dtype).eps for t in moved)])
+    generators: dict[torch.device, torch.Generator] = {}
+    for t in moved:
+        if t.device not in generators:
+            generators[t.device] = torch.Generator(device=t.device).manual_seed(seed)
+        factor = torch.rand(t.shape, generator=generators[t.device], device=t.device,
+                            dtype=torch.float64 if t.dtype == torch.float64 else torch.float32)
+        t.copy_(t * factor.mul_(2 * step).add_(1 - step))
+    return nominal / step
 
 
 def sensitivity(expected: torch.Tensor, moved: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,8 @@ import torch
 from ..space.space import Config
 from . import trace
 from .check import Bound, Mismatch, bits_differ, compare, follows_poison, holds_poison, \
-    perturbation, poison, sensitivity, tolerance, working_dtype, written_beyond, written_outside
+    perturb, perturbation, poison, sensitivity, tolerance, working_dtype, written_beyond, \
+    written_outside
 from .copies import copy_tensors, margins, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
@@ -51,8 +52,6 @@ KEPT_STRESS_BYTES = 1 << 30
 # Tolerance bounds of draw 0's expected floats are kept for the compares of every timing while
 # they take no more memory than this (see `check.Bound`).
 KEPT_BOUND_BYTES = 1 << 30
-# The float inputs a `_slack` moves; fp8 tensors hold quantized values, moved by no rounding.
-_PERTURBED = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 class Runner:
@@ -449,28 +448,21 @@ class Runner:
         """Per compared float tensor, how far the expected state moves when the float inputs
         of the draw it was made from move by `_perturbation` (relative; `check.sensitivity`):
         measured once per draw, at its first failed comparison, by one more launch of the
-        baseline (or call of the reference). Inputs of 16-bit floats cannot move so little:
-        they move by a few of their rounding units, and the move is scaled down to that size."""
+        baseline (or call of the reference) on inputs moved by `check.perturb`."""
         if expected._slack is not None:
             return expected._slack
         assert expected.drawn is not None
         reference = self.task.reference is not None
         args = copy_tensors(expected.drawn) if reference else self.prepare(expected.drawn)
-        moved = [t for n, t in tensors_of(args).items() if n not in self.poisoned
-                 and n not in self.zeroed and n not in self.task.scratch and t.dtype in _PERTURBED]
-        step = max([self._perturbation, *(4 * torch.finfo(t.dtype).eps for t in moved)])
-        generator = torch.Generator(device=self.device).manual_seed(self.seed)
-        for t in moved:
-            factor = torch.rand(t.shape, generator=generator, device=t.device,
-                                dtype=torch.float64 if t.dtype == torch.float64 else torch.float32)
-            t.copy_(t * factor.mul_(2 * step).add_(1 - step))
+        scale = perturb([t for n, t in tensors_of(args).items() if n not in self.poisoned
+                         and n not in self.zeroed and n not in self.task.scratch],
+                        self._perturbation, self.seed)
         try:
             state = reference_outputs(self.task, args, self.zeroed) if reference \
                 else self._run(args, self.baseline)  # type: ignore[arg-type]
         except Exception:  # nothing measured: the comparison stands without a slack
             expected._slack = {}
             return expected._slack
-        scale = self._perturbation / step
         expected._slack = {n: sensitivity(expected.tensors[n], t).mul_(scale)
                            for n, t in expected.compared(state).items()
                            if t.dtype.is_floating_point and n not in self.not_compared}
