@@ -243,7 +243,7 @@ def test_hooks_that_read_state_only_this_process_set_up_are_tuned_in_this_proces
     """Every baseline raised in the workers (KeyError: the hook's state is set at run time),
     while each config launches here without error: stock Triton runs such a program, so the
     call is tuned here, checked as in a worker."""
-    from tests.kernels import hook_state as mod
+    from tests.kernels import program_state as mod
 
     caplog.set_level(logging.INFO, logger="tunegate")
     mod.STATE["bias"] = 2.5
@@ -254,6 +254,22 @@ def test_hooks_that_read_state_only_this_process_set_up_are_tuned_in_this_proces
     assert result is not None and all(t.status == "ok" for t in result.trials)
     assert any("raised in isolated workers, not in this process" in r.getMessage()
                and "KeyError" in r.getMessage() for r in caplog.records)
+
+
+def test_heuristics_are_checked_with_the_values_the_program_works_out(monkeypatch):
+    """A heuristic reads a flag the program set at run time: the workers launch each config
+    with the heuristic's values worked out in the program, so the variant the program runs is
+    the one checked (the module's default in a worker hid a wrong config)."""
+    from tests.kernels import program_state as mod
+
+    monkeypatch.setitem(mod.SETTINGS, "fast", True)
+    x, y = torch.randn(300), torch.empty(300)
+    mod.exp_of[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, y, 300)
+    torch.testing.assert_close(y, x.exp())
+    result = mod.exp_of.last_result
+    assert result is not None and result.best["BLOCK"] != 128
+    (wrong,) = [t for t in result.trials if t.config["BLOCK"] == 128]
+    assert wrong.status == "wrong"
 
 
 def test_a_baseline_that_fails_in_this_process_gives_way_to_the_next(monkeypatch):

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import triton
 from triton.runtime.autotuner import Autotuner as TritonAutotuner
+from triton.runtime.autotuner import Heuristics
 
 from .._text import short_hash
 from ..kernelfile import chain, jit_function
@@ -28,8 +29,10 @@ class CallSite:
     The grid (often a lambda over local sizes) is evaluated here, per config, because a worker
     cannot import a closure; so are the keyword arguments each config's launch gives the jit
     function (`compiled`: what a compile worker needs to compile it ahead, without the call's
-    tensors). `entries` are indices into the autotuner's `configs`, or (picklable) configs that
-    pruning made.
+    tensors, and what a run worker launches the jit function with where only heuristics lie
+    between: their values as the program worked them out, whatever state they read).
+    `entries` are indices into the autotuner's `configs`, or (picklable) configs that pruning
+    made.
     """
 
     depth: int
@@ -112,6 +115,9 @@ class Configs:
 def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) -> Task:
     listed = Configs(configs, call.features)
     reset = tuple(n for n in getattr(tuner, "reset_to_zero", ()) if n not in call.absent)
+    links = chain(tuner)
+    jit = links[-1]
+    direct = all(isinstance(link, Heuristics) for link in links[1:-1])  # nothing to tune below
 
     def launch(flat: Args, point: Config) -> None:
         config = listed.triton_config(point)
@@ -129,7 +135,12 @@ def make_task(tuner: TritonAutotuner, call: CallSite, configs: Sequence[Any]) ->
             raise TuneError(f"no launch grid was worked out for {point.text()}")
         error: Exception | None = None
         try:
-            tuner.fn.run(grid=call.grids[point.key()], warmup=False, **args, **current)
+            if direct and point.key() in call.compiled:  # the heuristics' values as the
+                # program worked them out, not again here from this process's state
+                jit.run(grid=call.grids[point.key()], warmup=False, **args,
+                        **call.compiled[point.key()])
+            else:
+                tuner.fn.run(grid=call.grids[point.key()], warmup=False, **args, **current)
         except Exception as e:
             error = e
             raise
