@@ -88,7 +88,8 @@ def test_a_baseline_the_policy_excludes_gives_way_to_an_allowed_listed_config(
     ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "prune_configs_by": {"top": 2}},
      "unknown keys"),
     ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "pre_hook": 3}, "callable"),
-    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "rep": -1}, "positive"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "rep": -1}, ">= 0"),
+    ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "warmup": float("nan")}, ">= 0"),
     ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "cache_results": "yes"},
      "True or False"),
     ({"configs": [triton.Config({"BLOCK": 16})], "key": ["n"], "budget_configs": 4},
@@ -100,6 +101,11 @@ def test_options_are_checked_when_decorating(options, message):
     with pytest.raises(ValueError, match=message) as info:
         tunegate.autotuned(**options)(_copy)
     assert isinstance(info.value, tunegate.TunegateError)
+
+
+def test_no_warmup_is_an_option_as_in_triton():
+    """Triton's benchmark launches at least once whatever `warmup` and `rep` say."""
+    tunegate.autotuned(configs=[triton.Config({"BLOCK": 16})], key=["n"], warmup=0, rep=0)(_copy)
 
 
 def test_call_site_meta_parameter_conflict_is_triton_s_error():

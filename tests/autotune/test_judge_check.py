@@ -280,3 +280,12 @@ def test_the_tutorial_softmax_stressed_on_draws_made_ahead():
     short = Config(values={**right.values, "BLOCK_SIZE": 64})  # rows are 96 long
     assert not runner.stress(short, two).passed
     assert runner.ahead_failure is None and len(runner._stress_kept) == 2
+
+
+def test_a_wrong_bool_is_not_called_unwritten_since_either_bool_is_a_poison():
+    got, want = torch.tensor([True, False, True]), torch.tensor([True, True, False])
+    bad = compare("flags", got, want)
+    assert bad is not None and bad.mismatched == 2
+    assert "either bool is a poison" in bad.summary() and "unwritten or NaN" not in bad.summary()
+    nan = compare("y", torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0]))
+    assert nan is not None and "1 unwritten or NaN" in nan.summary()

@@ -397,17 +397,22 @@ class Autotuner(TritonAutotuner):
 
         passed_over = tuple(e for e in (errors.OutOfResources, CompileTimeAssertionFailure,
                                         getattr(errors, "PTXASError", None)) if e is not None)
-        for config in allowed:
-            current = {**kwargs, **config.all_kwargs()}
-            full_nargs = {**self.nargs, **current}
-            if config.pre_hook is not None:
-                config.pre_hook(full_nargs)
-            self.pre_hook(full_nargs)
-            try:
-                self.fn.run(*args, **current)
-            except passed_over:
-                continue
-            self.post_hook(full_nargs, exception=None)
+        handling = sys.exc_info()[1]
+        try:
+            for config in allowed:
+                current = {**kwargs, **config.all_kwargs()}
+                full_nargs = {**self.nargs, **current}
+                if config.pre_hook is not None:
+                    config.pre_hook(full_nargs)
+                self.pre_hook(full_nargs)
+                try:
+                    self.fn.run(*args, **current)
+                except passed_over:
+                    continue
+                self.post_hook(full_nargs, exception=None)
+        except Exception as own:  # shown as Triton shows it, not as raised while handling the
+            _unchain(own, handling)  # tuning's failure (this is called from its handlers)
+            raise
 
     def _launched(self, grid: Any, bound: Args, launch: dict[str, Any], config: Any
                   ) -> tuple[tuple[int, ...], dict[str, Any]]:
@@ -448,6 +453,16 @@ def _defining_module() -> str | None:
             return name
         frame = frame.f_back
     return None
+
+
+def _unchain(error: BaseException, handled: BaseException | None) -> None:
+    """Cut `handled` from the implicit context of `error` and of every exception behind it."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if error.__context__ is handled:
+            error.__context__ = None
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
 
 
 def _called(tuner: Autotuner, listed: Configs, kwargs: Mapping[str, Any]) -> Any:

@@ -61,8 +61,8 @@ def validate(fn: Any, arg_names: Sequence[str], configs: Any, key: Any, reset_to
             raise DropInError(f"{name} must be callable, got {value!r}")
     for name, value in (("warmup", warmup), ("rep", rep)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or value <= 0):
-            raise DropInError(f"{name} must be a positive number of milliseconds, got {value!r}")
+                                  or not value >= 0):  # 0: as Triton's, one launch
+            raise DropInError(f"{name} must be a number of milliseconds >= 0, got {value!r}")
     for name, value in (("use_cuda_graph", use_cuda_graph), ("cache_results", cache_results)):
         if not isinstance(value, bool):
             raise DropInError(f"{name} must be True or False, got {value!r}")

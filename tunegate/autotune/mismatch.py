@@ -72,7 +72,9 @@ class Mismatch(BaseModel):
                     f"{where}; first at {tuple(self.first_index)}: got {self.got}")
         err = "" if self.max_abs_error is None else (
             f", max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
-        if self.unwritten:
+        if self.unwritten and self.dtype == "bool":  # either bool is a poison: one launch
+            err += " (written wrong or left unwritten: either bool is a poison)"  # cannot tell
+        elif self.unwritten:
             err += f", {self.unwritten} unwritten or NaN"
         what = "elements"
         if self.summed_over:
