@@ -126,14 +126,12 @@ class HelionGate:
             if self._expected is None:
                 self._expected = self._baseline()
             got = self._run(config)
-            wrong = _mismatches(got, self._expected, self.tolerances,
-                                row_scaled=self.reference is None)
+            wrong = _mismatches(got, self._expected, self.tolerances)
             if wrong and all(m.rtol > 0 and not m.unwritten and m.max_abs_error is not None
                              for m in wrong):  # finite float differences: within how far the
                 if self._moved is None:  # baseline moves with its inputs? (check.sensitivity)
                     self._moved = self._moved_baseline()
-                wrong = _mismatches(got, self._expected, self.tolerances,
-                                    row_scaled=self.reference is None, moved=self._moved)
+                wrong = _mismatches(got, self._expected, self.tolerances, moved=self._moved)
         except Exception as e:  # unchecked means its timing must not count
             log.warning("experimental Helion config %r failed its accuracy check run (%s: %s): "
                         "dropped", config, type(e).__name__, e)
@@ -213,7 +211,7 @@ def _tensors(value: Any, name: str) -> list[tuple[str, Any]]:
     return []
 
 
-def _mismatches(got: Any, expected: Any, tolerances: Any, *, row_scaled: bool,
+def _mismatches(got: Any, expected: Any, tolerances: Any,
                 moved: tuple[Any, float, float] | None = None) -> list[Any]:
     """Every output (and argument, which the kernel may write) that differs from the
     baseline's; with `moved` (`_moved_baseline`), allowing the baseline's `check.sensitivity`."""
@@ -233,7 +231,7 @@ def _mismatches(got: Any, expected: Any, tolerances: Any, *, row_scaled: bool,
         state, scale, nominal = moved
         slacks = {name: sensitivity(e, m).mul_(scale) for (name, m), (_, e)
                   in pairs_of(state, expected) if e.dtype.is_floating_point}
-    found = [compare(name, g, e, tolerances, row_scaled=row_scaled, working=working,
-                     slack=slacks.get(name), perturbed=moved[2] if moved else 0.0)
+    found = [compare(name, g, e, tolerances, working=working, slack=slacks.get(name),
+                     perturbed=moved[2] if moved else 0.0)
              for (name, g), (_, e) in pairs]
     return [m for m in found if m is not None]

@@ -134,7 +134,7 @@ def test_an_experimental_config_near_cancellation_is_compared_allowing_the_basel
     moved_x = x.clone()
     scale = perturb([moved_x], perturbation([moved_x]), seed=0)
     moved = ((moved_x.sum(0), None), scale, perturbation([moved_x]))
-    assert _mismatches(other_order, expected, None, row_scaled=True)
-    assert not _mismatches(other_order, expected, None, row_scaled=True, moved=moved)
-    (wrong,) = _mismatches(dropped, expected, None, row_scaled=True, moved=moved)
+    assert _mismatches(other_order, expected, None)
+    assert not _mismatches(other_order, expected, None, moved=moved)
+    (wrong,) = _mismatches(dropped, expected, None, moved=moved)
     assert wrong.perturbed == 1e-4

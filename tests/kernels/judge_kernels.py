@@ -175,29 +175,31 @@ SHIFTED = Task(name="shifted", kernel=shifted,
 
 
 @triton.jit
-def round_trip(x_ptr, y_ptr, BLOCK: tl.constexpr, VIA: tl.constexpr, WRONG: tl.constexpr):
-    """y = x, or (VIA=1) y = (x + 1024) - 1024: the rounding error of a row of magnitude 1024,
-    as a reduction in another order leaves on an element near cancellation."""
-    row = tl.program_id(0)
-    offs = row * BLOCK + tl.arange(0, BLOCK)
+def rescale(x_ptr, y_ptr, BLOCK: tl.constexpr, VIA: tl.constexpr, FLUSH: tl.constexpr):
+    """y = x, or (VIA=1) y = (x * 3) / 3, which rounds some elements otherwise in their last
+    bit; FLUSH=1 zeroes the elements below 0.01 in magnitude (a wrong fast path)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     if VIA:
-        x = (x + 1024.0) - 1024.0
-    tl.store(y_ptr + offs, x + WRONG * 0.01)
+        x = (x * 3.0) / 3.0
+    if FLUSH:
+        x = tl.where(tl.abs(x) < 0.01, 0.0, x)
+    tl.store(y_ptr + offs, x)
 
 
-def round_trip_inputs(seed: int, device: str) -> dict:
-    """Rows of size ~1 with one element near zero (1e-3), where elementwise rtol is tiny."""
+def rescale_inputs(seed: int, device: str) -> dict:
+    """Rows whose magnitudes span 1e-4 to 1e3 (log-uniform, either sign): independent
+    elements, a row's largest magnitude says nothing of its small ones."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(4, 16, generator=g)
-    x[:, 0] = 1e-3
-    return {"x_ptr": x.to(device), "y_ptr": torch.empty(4, 16, device=device)}
+    magnitude = 10.0 ** (torch.rand(4, 16, generator=g) * 7 - 4)
+    sign = torch.randint(0, 2, (4, 16), generator=g) * 2 - 1
+    return {"x_ptr": (magnitude * sign).to(device), "y_ptr": torch.empty(4, 16, device=device)}
 
 
-ROUND_TRIP = Task(name="round_trip", kernel=round_trip,
-                  space=Space(parameters={"BLOCK": _choice(16), "VIA": _choice(0, 1),
-                                          "WRONG": _choice(0, 1)}),
-                  grid=(4,), make_inputs=round_trip_inputs, outputs=("y_ptr",))
+RESCALE = Task(name="rescale", kernel=rescale,
+               space=Space(parameters={"BLOCK": _choice(16), "VIA": _choice(0, 1),
+                                       "FLUSH": _choice(0, 1)}),
+               grid=(4,), make_inputs=rescale_inputs, outputs=("y_ptr",))
 
 
 @triton.jit
