@@ -126,14 +126,19 @@ def test_a_config_without_hazards_gets_one_launch_per_draw_and_no_more():
     assert (interpreter.min_launches, interpreter.draws) == (4, 4)
 
 
-def _contest(tmp_path, times: dict[int, float]) -> tuple[Config, list[Trial]]:
+def _contest(tmp_path, times: dict[int, float], found_wrong: tuple[int, ...] = ()
+             ) -> tuple[Config, list[Trial]]:
     """The winner among tutorial_softmax configs (num_warps=1) timed at `times` per
-    num_stages, stress-checked for real in this process."""
+    num_stages (those in `found_wrong` found wrong by an earlier trial first, as a stored
+    best's re-check on a fresh draw), stress-checked for real in this process."""
     task = tutorial_softmax.TASK
     region = gate(task.space, [], Environment(), detect_traits(task.kernel))
     ledger = Ledger(Store(str(tmp_path / "s.sqlite")), lambda event: None)
     ledger.open(TrialKey(run="r", task="t", kernel="k", kernel_name="softmax", problem="p",
                          env="e", policy="p"), "interpreter")
+    for stages in found_wrong:
+        ledger.record(Trial(config=task.space.complete({"num_warps": 1, "num_stages": stages}),
+                            status=Outcome.WRONG, checked_draws=1, checked_launches=1))
     for stages, ms in times.items():
         ledger.record(Trial(config=task.space.complete({"num_warps": 1, "num_stages": stages}),
                             status=Outcome.OK, time_ms=ms, checked_draws=1,
@@ -154,6 +159,14 @@ def test_a_tie_goes_to_the_config_without_a_hazard_and_a_real_lead_wins(tmp_path
     assert [t.stressed for t in trials] == [False, True]  # the pipelined one never checked
     best, trials = _contest(tmp_path, {2: 1.000, 1: 1.050})
     assert best["num_stages"] == 2 and trials[0].stressed
+
+
+@pytest.mark.interpreter
+def test_a_config_found_wrong_once_never_wins_on_its_later_right_trials(tmp_path):
+    """A stored best that failed its re-check on a fresh draw is measured again by the search,
+    on other draws, where a bug that depends on the data may not show: it does not win."""
+    best, _ = _contest(tmp_path, {2: 1.000, 1: 1.500}, found_wrong=(2,))
+    assert best["num_stages"] == 1
 
 
 def test_the_progress_line_says_why_the_winner_is_stressed_as_it_is():

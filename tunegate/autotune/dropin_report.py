@@ -61,9 +61,12 @@ def record(kernel: str, key: str, configs: int, excluded: list[str], result: Any
     """Keep and log one tuning. `excluded` has one rule id per excluded config; `result` is the
     Tuner's TuneResult (None when no search ran)."""
     trials = result.trials if result is not None else []
+    failed: dict[Any, str] = {}  # per config, its first failure (a stored best's re-check and
+    for t in trials:  # the search after it may both find it wrong: one rejected config)
+        if t.status is not Outcome.OK:
+            failed.setdefault(t.config, t.status.value)
     tuning = Tuning(kernel=kernel, key=key, configs=configs, excluded=dict(Counter(excluded)),
-                    rejected=dict(Counter(t.status.value for t in trials
-                                         if t.status is not Outcome.OK)),
+                    rejected=dict(Counter(failed.values())),
                     winner=winner, time_ms=getattr(result, "best_time_ms", None),
                     seconds=getattr(result, "wall_seconds", 0.0),
                     reused=bool(getattr(result, "reused", False)), error=error,

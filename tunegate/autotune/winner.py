@@ -33,7 +33,9 @@ def winner(ledger: Ledger, evaluator: Evaluator, tuned_seconds: float | None = N
     def rank(i: int) -> tuple[bool, float]:  # fully timed contenders first: a short timing
         return i not in refined and bool(refined), trials[i].time_ms  # only decided a loss
 
-    timed = sorted((i for i, t in enumerate(trials) if t.status is Outcome.OK), key=rank)
+    wrong = _found_wrong(ledger)
+    timed = sorted((i for i, t in enumerate(trials) if t.status is Outcome.OK
+                    and t.config not in wrong), key=rank)
     if timed:
         tied = [i for i in timed if rank(i)[0] == rank(timed[0])[0]
                 and rank(i)[1] <= rank(timed[0])[1] * (1 + TIE)]
@@ -54,9 +56,16 @@ def winner(ledger: Ledger, evaluator: Evaluator, tuned_seconds: float | None = N
     return None, None
 
 
+def _found_wrong(ledger: Ledger) -> set[Config]:
+    """Configs a trial found wrong (a stored best's re-check on a fresh draw, say): never a
+    winner, whatever a later trial on other draws saw."""
+    return {t.config for t in ledger.trials if t.status is Outcome.WRONG}
+
+
 def stressed_winner(ledger: Ledger) -> tuple[Config | None, float | None]:
     """The fastest config that already passed the whole stress check, if any."""
-    passed = [t for t in ledger.trials if t.status is Outcome.OK and t.stressed]
+    passed = [t for t in ledger.trials if t.status is Outcome.OK and t.stressed
+              and t.config not in _found_wrong(ledger)]
     if not passed:
         return None, None
     fastest = min(passed, key=lambda t: t.time_ms)  # type: ignore[arg-type,return-value]
