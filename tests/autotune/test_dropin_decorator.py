@@ -105,7 +105,8 @@ def test_options_are_checked_when_decorating(options, message):
 
 def test_no_warmup_is_an_option_as_in_triton():
     """Triton's benchmark launches at least once whatever `warmup` and `rep` say."""
-    tunegate.autotuned(configs=[triton.Config({"BLOCK": 16})], key=["n"], warmup=0, rep=0)(_copy)
+    tunegate.autotuned(configs=[triton.Config({"BLOCK": 16})], key=["n"], warmup=0, rep=0,
+                       cache_results=1)(_copy)
 
 
 def test_call_site_meta_parameter_conflict_is_triton_s_error():

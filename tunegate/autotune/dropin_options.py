@@ -64,5 +64,5 @@ def validate(fn: Any, arg_names: Sequence[str], configs: Any, key: Any, reset_to
                                   or not value >= 0):  # 0: as Triton's, one launch
             raise DropInError(f"{name} must be a number of milliseconds >= 0, got {value!r}")
     for name, value in (("use_cuda_graph", use_cuda_graph), ("cache_results", cache_results)):
-        if not isinstance(value, bool):
-            raise DropInError(f"{name} must be True or False, got {value!r}")
+        if not (isinstance(value, int) and value in (0, 1)):  # a bool, or 0 or 1 as Triton
+            raise DropInError(f"{name} must be True or False, got {value!r}")  # takes them
