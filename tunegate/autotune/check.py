@@ -254,13 +254,15 @@ def surely_inside(got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: 
 class Bound:
     """How far each element of a float output may be from one expected tensor, kept for the
     many outputs compared with it (every timed config's with draw 0's): `atol + rtol * scale`
-    in the dtype the difference is taken in, made when an output first differs from it in
-    its bits. While outputs match it bit for bit (`exact`), the bit comparison (two reads)
-    goes first; once one does not, that is skipped and the bound (three reads) decides."""
+    in the dtype the difference is taken in (plus a `sensitivity` `slack` where given), made
+    when an output first differs from it in its bits. While outputs match it bit for bit
+    (`exact`), the bit comparison (two reads) goes first; once one does not, that is skipped
+    and the bound (three reads) decides."""
 
     def __init__(self, expected: torch.Tensor, dtype: torch.dtype, rtol: float, atol: float,
-                 row_scaled: bool, narrow: bool = False) -> None:
-        self.rtol, self.atol, self.row_scaled = rtol, atol, row_scaled
+                 row_scaled: bool, narrow: bool = False, slack: torch.Tensor | None = None
+                 ) -> None:
+        self.rtol, self.atol, self.row_scaled, self.slack = rtol, atol, row_scaled, slack
         self.expected = expected.detach().to(dtype=dtype)  # as compared: in the output's dtype
         self.exact = True
         self.narrow = narrow and _narrow_margin(dtype, atol) is not None
@@ -272,7 +274,8 @@ class Bound:
     @cached_property
     def limit(self) -> torch.Tensor:
         scale = _row_scale(self.wide) if self.row_scaled else self.wide.abs()
-        return scale.mul_(self.rtol).add_(self.atol)
+        limit = scale.mul_(self.rtol).add_(self.atol)
+        return limit if self.slack is None else limit.add_(self.slack.to(limit.device))
 
     @cached_property
     def narrow_limit(self) -> torch.Tensor:
@@ -331,8 +334,8 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
                         rtol=0.0, atol=0.0, dtype=_name(got.dtype))
     rtol, atol = tolerance(got.dtype, overrides, working)
     coarser = (rtol, atol) != tolerance(got.dtype, overrides)
-    if bound is not None and (bound.rtol, bound.atol, bound.row_scaled, bound.expected.dtype) \
-            != (rtol, atol, row_scaled, got.dtype):
+    if bound is not None and ((bound.rtol, bound.atol, bound.row_scaled, bound.expected.dtype)
+                              != (rtol, atol, row_scaled, got.dtype) or bound.slack is not slack):
         raise ValueError(f"a bound of other tolerances for {name!r}")
     # Compare where the tensors live (a GPU compares 10^8 elements in milliseconds); only
     # scalars of evidence travel to the host.
@@ -356,14 +359,14 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
         # Without a kept bound, the elementwise one first: inside it is inside the row-scaled
         # one too (a row's scale is at least the element's |expected|), and it needs no pass
         # over the rows.
-        first = bound or Bound(e, got.dtype, rtol, atol, row_scaled=False)
+        first = bound or Bound(e, got.dtype, rtol, atol, row_scaled=False, slack=slack)
         if first.admits(g):
             return None
         judge = first if first.row_scaled == row_scaled else \
-            Bound(e, got.dtype, rtol, atol, row_scaled)
+            Bound(e, got.dtype, rtol, atol, row_scaled, slack=slack)
         gw, ew = g.to(_wide(got.dtype)), judge.wide
         diff = (gw - ew).abs()
-        bad = ~(diff <= (judge.limit if slack is None else judge.limit + slack))
+        bad = ~(diff <= judge.limit)
         if not bool(bad.any()):
             return None
         bad &= ~((gw.isnan() & ew.isnan()) | (gw.isinf() & (gw == ew)))

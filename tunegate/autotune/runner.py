@@ -368,36 +368,38 @@ class Runner:
             return compare_partials(name, got, want, self.task.tolerances,
                                     row_scaled=self.task.reference is None,
                                     working=self.working)
-        if slack is not None or row_scaled:
-            return compare(name, got, want, self.task.tolerances, row_scaled=row_scaled,
-                           working=self.working, slack=slack,
-                           perturbed=self._perturbation if slack is not None else 0.0)
+        if row_scaled:
+            return compare(name, got, want, self.task.tolerances, row_scaled=True,
+                           working=self.working)
         return compare(name, got, want, self.task.tolerances, working=self.working,
-                       bound=self._bound(name, got, want))
+                       bound=self._bound(name, got, want, slack), slack=slack,
+                       perturbed=self._perturbation if slack is not None else 0.0)
 
-    def _bound(self, name: str, got: torch.Tensor, want: torch.Tensor) -> Bound | None:
-        """The kept `check.Bound` of `want` where it is draw 0's expected `name` (what every
-        timing's output is compared with) and a launch writes `name`, while the kept bounds
-        fit KEPT_BOUND_BYTES."""
+    def _bound(self, name: str, got: torch.Tensor, want: torch.Tensor,
+               slack: torch.Tensor | None = None) -> Bound | None:
+        """The kept `check.Bound` of `want` (with `slack`, if given) where it is draw 0's
+        expected `name` (what every timing's output is compared with) and a launch writes
+        `name`, while the kept bounds fit KEPT_BOUND_BYTES."""
         zero = self._expected_cache.get(0)
         if (name not in self._rewritten or zero is None or zero.tensors.get(name) is not want
                 or got.device != want.device):
             return None
-        key = (name, got.dtype)
+        key = (name, got.dtype, slack is not None)
         if key not in self._bounds:
             size = Bound.nbytes(want, got.dtype)
             if size is None or self._bound_bytes + size > KEPT_BOUND_BYTES:
                 self._bounds[key] = None
             else:
-                self._bounds[key] = self.bound_for(want, got.dtype)
+                self._bounds[key] = self.bound_for(want, got.dtype, slack)
                 self._bound_bytes += size
         return self._bounds[key]
 
-    def bound_for(self, want: torch.Tensor, dtype: torch.dtype) -> Bound:
-        """A Bound of `want` for outputs of `dtype`, with this task's tolerances, kept for
-        many compares (`narrow`)."""
+    def bound_for(self, want: torch.Tensor, dtype: torch.dtype,
+                  slack: torch.Tensor | None = None) -> Bound:
+        """A Bound of `want` for outputs of `dtype`, with this task's tolerances (and `slack`),
+        kept for many compares (`narrow`)."""
         rtol, atol = tolerance(dtype, self.task.tolerances, self.working)
-        return Bound(want, dtype, rtol, atol, row_scaled=False, narrow=True)
+        return Bound(want, dtype, rtol, atol, row_scaled=False, narrow=True, slack=slack)
 
     @property
     def draws_from(self) -> Any:
@@ -431,8 +433,10 @@ class Runner:
         differs by finite amounts only is compared again allowing its `_slack`."""
         for name, got in compared.items():
             want = expected.tensors[name]
-            bad = self._compare(name, got, want)
-            if (bad is not None and expected.drawn is not None and name not in self.zeroed
+            slack = expected._slack.get(name) if expected._slack else None  # measured once
+            bad = self._compare(name, got, want, slack)
+            if (bad is not None and slack is None and expected._slack is None
+                    and expected.drawn is not None and name not in self.zeroed
                     and bad.rtol > 0 and not bad.unwritten and bad.max_abs_error is not None):
                 slack = self._slack(expected).get(name)
                 if slack is not None:
