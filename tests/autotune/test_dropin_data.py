@@ -384,5 +384,8 @@ def test_the_program_s_own_errors_while_tuning_reach_it_as_they_are():
         mod.maybe_broken_kernel[(3,)](x, y, 40, BROKEN=True)
     assert not any(isinstance(e, TunegateError) for e in behind(info.value)), info.value
     assert "shape" in str(info.value)
+    from tunegate.autotune.dropin_report import tunings
+
+    assert tunings()[-1].error.startswith("cannot check _copy_or_fail")  # in its table
     mod.maybe_broken_kernel[(3,)](x, y, 40, BROKEN=False)
     assert torch.equal(x, y)

@@ -373,7 +373,10 @@ class Autotuner(TritonAutotuner):
         except BaselinesFailed as e:
             if why or not e.raised or self.reference is not None:
                 raise
-            self._launch_each(args, kwargs, allowed)  # the program's own error, as Triton's
+            try:
+                self._launch_each(args, kwargs, allowed)
+            except Exception:  # the program's own error: `_choose` records the tuning, and
+                raise e from None  # raises it as Triton's autotuner would
             return self._tune(args, kwargs, key, pruned, listed, traits, allowed,
                               here=f"the baseline configs raised in isolated workers, not in "
                                    f"this process ({str(e)[:200]})")

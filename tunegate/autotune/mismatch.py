@@ -55,8 +55,8 @@ class Mismatch(BaseModel):
               if self.row_scaled
               else " of the summed |expected|" if self.summed_over else "")
         source = f" computed from {self.working} tensors" if self.working else ""
-        moved = (f", plus how far the baseline config's output moves when its float inputs "
-                 f"move by {self.perturbed:g} (relative)" if self.perturbed else "")
+        moved = (f", plus how far the expected output moves when the float inputs move by "
+                 f"{self.perturbed:g} (relative)" if self.perturbed else "")
         return f"{self.dtype}{source}, rtol {self.rtol:g}{of}, atol {self.atol:g}{moved}"
 
     def summary(self) -> str:
