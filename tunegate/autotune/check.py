@@ -17,6 +17,12 @@ tolerance applies to the larger of |expected| and the largest finite |expected| 
 
 Integers and bools are compared bit for bit always.
 
+A float output is compared with the tolerance of the kernel's working precision where that is
+coarser than its own dtype: the narrowest float type among the call's tensors (`working_dtype`).
+A float32 result computed from float16 tensors carries float16 roundings of its intermediates
+(a tile cast for a dot), which a different num_warps places differently; wrong configs (a race,
+a wrong dot) are off by far more. The evidence names the working dtype where it applied.
+
 A float element near cancellation (a sum of large terms that is small; a column sum of
 centred data, a matmul element) carries rounding errors of its terms' size, far above its own
 tolerance, and another config adds in another order. Where a comparison fails, the expected

@@ -36,7 +36,7 @@ class Mismatch(BaseModel):
     row_scaled: bool = False  # rtol of max(|expected|, the row's scale: see check._row_scale)
     summed_over: tuple[int, ...] = ()  # a zeroed buffer of partials compared by these sums
     working: str = ""  # the narrower input dtype whose tolerance applied (check.working_dtype)
-    perturbed: float = 0.0  # the baseline's move under inputs perturbed so much was allowed too
+    perturbed: float = 0.0  # the expected move under inputs perturbed so much was allowed too
     beyond: int = 0  # elements written where the baseline config writes none (the only fault)
     whole: bool = False  # with `beyond`: the baseline config writes none of this output
     outside: int = 0  # elements written outside the argument's own (past its end, in its gaps)
