@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tunegate.autotune import compare, poison
-from tunegate.autotune.check import tolerance
+from tunegate.autotune.check import judged_tolerance, tolerance
 
 
 def test_poison_marks_every_element():
@@ -135,7 +135,7 @@ def test_a_kept_bound_judges_every_output_as_the_plain_comparison_does(dtype, ro
     special, choice = grid(2), grid(3, cast=False)
     plain = grid(0)
     for want in (plain, torch.where(choice == 1, special, plain)):
-        rtol, atol = tolerance(dtype)
+        rtol, atol = judged_tolerance(want, dtype)
         bounds = [Bound(want, dtype, rtol, atol, row_scaled, narrow=n) for n in (False, True)]
         near = (want.double() * (1 + grid(1, cast=False))).to(dtype)
         # at the tolerance's edge: the elementwise limit, off by up to +-10%

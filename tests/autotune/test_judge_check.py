@@ -289,3 +289,17 @@ def test_a_wrong_bool_is_not_called_unwritten_since_either_bool_is_a_poison():
     assert "either bool is a poison" in bad.summary() and "unwritten or NaN" not in bad.summary()
     nan = compare("y", torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0]))
     assert nan is not None and "1 unwritten or NaN" in nan.summary()
+
+
+def test_a_tensor_whose_every_value_is_below_atol_is_judged_by_its_own_scale():
+    """A gradient of magnitude 1e-9: doubled, it is wrong, though every error is below
+    float32's atol 1e-5; another order of the multiplications is right. A user's own
+    tolerances for the dtype are taken as given."""
+    runner = _runner(jk.TINY_GRADIENT, {"BLOCK": 256, "VIA": 0, "DOUBLE": 0})
+    right = runner.check(Config(values={"BLOCK": 1024, "VIA": 1, "DOUBLE": 0}), 2)
+    assert right.mismatch is None
+    bad = runner.check(Config(values={"BLOCK": 1024, "VIA": 0, "DOUBLE": 1}), 1).mismatch
+    assert bad is not None and bad.mismatched > 1900 and bad.atol < 1e-12
+    loose = Task(**{**dict(jk.TINY_GRADIENT), "tolerances": {"float32": (1e-4, 1e-5)}})
+    runner = _runner(loose, {"BLOCK": 256, "VIA": 0, "DOUBLE": 0})
+    assert runner.check(Config(values={"BLOCK": 1024, "VIA": 0, "DOUBLE": 1}), 1).mismatch is None

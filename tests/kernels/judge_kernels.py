@@ -278,3 +278,32 @@ def column_sums_task(dtype: torch.dtype, reference=None) -> Task:
                 space=Space(parameters={"BLOCK": _choice(8, 64), "WRONG": _choice(0, 1)}),
                 grid=(1,), make_inputs=centred_inputs(dtype), outputs=("y_ptr",),
                 reference=reference)
+
+
+@triton.jit
+def tiny_gradient(x_ptr, t_ptr, dx_ptr, n, BLOCK: tl.constexpr, VIA: tl.constexpr,
+                  DOUBLE: tl.constexpr):
+    """dx = 2e-6 * (x - t) / n, the gradient of a small loss (every |dx| ~ 1e-9): VIA=1
+    multiplies in another order (other roundings); DOUBLE=1 returns it doubled (wrong)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    d = tl.load(x_ptr + offs, mask=mask) - tl.load(t_ptr + offs, mask=mask)
+    if VIA:
+        g = d * (2e-6 / n)
+    else:
+        g = 2e-6 * d / n
+    tl.store(dx_ptr + offs, g * (1 + DOUBLE), mask=mask)
+
+
+def tiny_gradient_inputs(seed: int, device: str) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {"x_ptr": torch.randn(2000, generator=g).to(device),
+            "t_ptr": torch.randn(2000, generator=g).to(device),
+            "dx_ptr": torch.empty(2000, device=device), "n": 2000}
+
+
+TINY_GRADIENT = Task(name="tiny_gradient", kernel=tiny_gradient,
+                     space=Space(parameters={"BLOCK": _choice(256, 1024), "VIA": _choice(0, 1),
+                                             "DOUBLE": _choice(0, 1)}),
+                     grid=lambda meta: (triton.cdiv(2000, meta["BLOCK"]),),
+                     make_inputs=tiny_gradient_inputs, outputs=("dx_ptr",))

@@ -15,7 +15,9 @@ A zeroed buffer of partial sums may be compared `row_scaled` (see `partials`): t
 tolerance applies to the larger of |expected| and the largest finite |expected| in the same row
 (last dimension), capped at `ROW_SCALE_CAP` times the row's mean |expected|.
 
-Integers and bools are compared bit for bit always.
+Integers and bools are compared bit for bit always. A default atol is at most rtol of the
+expected tensor's largest magnitude (`judged_tolerance`): it is for elements near zero beside
+larger ones, and would pass any output of a tensor whose every value is below it.
 
 A float output is compared with the tolerance of the kernel's working precision where that is
 coarser than its own dtype: the narrowest float type among the call's tensors (`working_dtype`).
@@ -44,8 +46,8 @@ import torch
 from .mismatch import ROW_SCALE_CAP, Mismatch
 
 __all__ = ["DEFAULT_TOLERANCES", "Bound", "Mismatch", "bits_differ", "compare", "follows_poison",
-           "holds_poison", "perturb", "perturbation", "poison", "sensitivity", "surely_inside",
-           "tolerance", "working_dtype", "written_beyond"]
+           "holds_poison", "judged_tolerance", "perturb", "perturbation", "poison", "sensitivity",
+           "surely_inside", "tolerance", "working_dtype", "written_beyond"]
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),
@@ -79,6 +81,21 @@ def tolerance(dtype: torch.dtype, overrides: Mapping[str, tuple[float, float]] |
     own = DEFAULT_TOLERANCES.get(name, (1e-4, 1e-5))
     coarse = DEFAULT_TOLERANCES.get(_name(working), own) if working is not None else own
     return coarse if coarse[0] > own[0] else own
+
+
+def judged_tolerance(expected: torch.Tensor, dtype: torch.dtype,
+                     overrides: Mapping[str, tuple[float, float]] | None = None,
+                     working: torch.dtype | None = None) -> tuple[float, float]:
+    """(rtol, atol) an output of `dtype` is judged by against `expected`: `tolerance`, with a
+    default atol no larger than rtol of `expected`'s largest finite magnitude. A default
+    absolute tolerance is for elements near zero beside larger ones, not for a tensor whose
+    every value is below it: a gradient of magnitude 1e-9 doubled by a wrong config is no
+    rounding. A user's own (rtol, atol) for the dtype is taken as it is."""
+    rtol, atol = tolerance(dtype, overrides, working)
+    if _bitwise(dtype) or (overrides and _name(dtype) in overrides) or not expected.numel():
+        return rtol, atol
+    largest = float(expected.detach().abs().nan_to_num(nan=0.0, posinf=0.0).max())
+    return rtol, min(atol, rtol * largest)
 
 
 def working_dtype(tensors: Any) -> torch.dtype | None:
@@ -340,9 +357,13 @@ def compare(name: str, got: torch.Tensor, expected: torch.Tensor,
                         rtol=0.0, atol=0.0, dtype=_name(got.dtype))
     rtol, atol = tolerance(got.dtype, overrides, working)
     coarser = (rtol, atol) != tolerance(got.dtype, overrides)
-    if bound is not None and ((bound.rtol, bound.atol, bound.row_scaled, bound.expected.dtype)
-                              != (rtol, atol, row_scaled, got.dtype) or bound.slack is not slack):
-        raise ValueError(f"a bound of other tolerances for {name!r}")
+    if bound is not None:  # made with `judged_tolerance` of its expected tensor
+        if ((bound.rtol, bound.row_scaled, bound.expected.dtype) != (rtol, row_scaled, got.dtype)
+                or bound.slack is not slack):
+            raise ValueError(f"a bound of other tolerances for {name!r}")
+        atol = bound.atol
+    else:
+        atol = judged_tolerance(expected, got.dtype, overrides, working)[1]
     # Compare where the tensors live (a GPU compares 10^8 elements in milliseconds); only
     # scalars of evidence travel to the host.
     g = got.detach()

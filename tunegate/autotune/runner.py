@@ -29,8 +29,8 @@ import torch
 from ..space.space import Config
 from . import trace
 from .check import Bound, Mismatch, bits_differ, compare, follows_poison, holds_poison, \
-    perturb, perturbation, poison, sensitivity, tolerance, working_dtype, written_beyond, \
-    written_outside
+    judged_tolerance, perturb, perturbation, poison, sensitivity, working_dtype, \
+    written_beyond, written_outside
 from .copies import copy_tensors, margins, overlapping, restore
 from .partials import compare_partials
 from .device import device_facts, device_kind, sync
@@ -398,7 +398,7 @@ class Runner:
                   slack: torch.Tensor | None = None) -> Bound:
         """A Bound of `want` for outputs of `dtype`, with this task's tolerances (and `slack`),
         kept for many compares (`narrow`)."""
-        rtol, atol = tolerance(dtype, self.task.tolerances, self.working)
+        rtol, atol = judged_tolerance(want, dtype, self.task.tolerances, self.working)
         return Bound(want, dtype, rtol, atol, row_scaled=False, narrow=True, slack=slack)
 
     @property
