@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.kernels import judge_kernels as jk
-from tunegate.autotune.check import compare, perturbation, sensitivity
+from tunegate.autotune.check import compare, perturb, perturbation, sensitivity
 from tunegate.autotune.runner import Runner
 from tunegate.space import Config
 
@@ -60,3 +60,17 @@ def test_perturbation_is_float32s_rtol_unless_every_float_is_float64():
     assert perturbation([torch.zeros(1, dtype=torch.float16), torch.zeros(1)]) == 1e-4
     assert perturbation([torch.zeros(1, dtype=torch.float64), torch.zeros(1, dtype=torch.int8)]) \
         == 1e-7
+
+
+def test_data_far_from_zero_moves_as_its_spread_and_zeros_stay():
+    """Logits near 1000 move by about 1e-4 of their spread (~1), not of 1000: a softmax's
+    output then moves by ~1e-4 of itself, and a 0.5% error stays an error."""
+    torch.manual_seed(0)
+    logits = 1000 + torch.randn(4, 64)
+    moved = logits.clone()
+    zeros = torch.zeros(8)
+    perturb([moved, zeros], 1e-4, seed=0)
+    assert 0 < (moved - logits).abs().max() < 1e-4 * 5  # the spread's share, not 1000's
+    assert bool((zeros == 0).all())
+    slack = sensitivity(logits.softmax(-1), moved.softmax(-1))
+    assert bool((slack <= 1e-3 * logits.softmax(-1)).all())

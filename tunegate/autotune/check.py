@@ -30,7 +30,8 @@ centred data, a matmul element) carries rounding errors of its terms' size, far 
 tolerance, and another config adds in another order. Where a comparison fails, the expected
 output's `sensitivity` is measured: the same computation (the baseline config, or the
 reference) again on the draw with every float input moved by a relative `perturbation`
-(float32's rtol, about a thousand of its rounding units), and how far each element moved is
+(float32's rtol, about a thousand of its rounding units; of its spread where data sits far
+from zero: `perturb`), and how far each element moved is
 allowed on top, at least its row's median move (one element's move may be small by chance).
 Another order of additions is a far smaller change of the inputs than that, while a wrong
 element (a block skipped, stale data, small values flushed to zero) is off by more.
@@ -121,19 +122,26 @@ _PERTURBED = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def perturb(tensors: list[torch.Tensor], nominal: float, seed: int) -> float:
-    """Move every float tensor of `tensors` in place by random relative amounts of at most
-    `nominal` (a `perturbation`), or of a few rounding units where its dtype cannot move so
-    little (16-bit floats: the move is then larger); the factor that scales the outputs' move
-    back to one of `nominal` (a linear estimate)."""
-    moved = [t for t in tensors if t.dtype in _PERTURBED]
+    """Move every float tensor of `tensors` in place, each element by a random share of at most
+    `nominal` (a `perturbation`) of its distance from zero or from the tensor's mean,
+    whichever is smaller: data offset from zero (logits near 1000, activations of mean 100)
+    moves as its spread, which is what a kernel that subtracts a max or a mean sees, and zeros
+    and signs stay. 16-bit floats cannot move so little: they move by a few rounding units;
+    the factor that scales the outputs' move back to one of `nominal` is returned (a linear
+    estimate)."""
+    moved = [t for t in tensors if t.dtype in _PERTURBED and t.numel()]
     step = max([nominal, *(4 * torch.finfo(t.dtype).eps for t in moved)])
     generators: dict[torch.device, torch.Generator] = {}
     for t in moved:
         if t.device not in generators:
             generators[t.device] = torch.Generator(device=t.device).manual_seed(seed)
-        factor = torch.rand(t.shape, generator=generators[t.device], device=t.device,
-                            dtype=torch.float64 if t.dtype == torch.float64 else torch.float32)
-        t.copy_(t * factor.mul_(2 * step).add_(1 - step))
+        wide = torch.float64 if t.dtype == torch.float64 else torch.float32
+        x = t.to(wide)
+        finite = x.isfinite()
+        mean = x.where(finite, 0).sum() / finite.sum().clamp_min(1)
+        share = torch.rand(t.shape, generator=generators[t.device], device=t.device, dtype=wide)
+        share.mul_(2 * step).sub_(step)
+        t.copy_(x + torch.minimum(x.abs(), (x - mean).abs()).nan_to_num_(0.0, 0.0, 0.0) * share)
     return nominal / step
 
 
