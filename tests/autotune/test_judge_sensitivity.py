@@ -74,3 +74,14 @@ def test_data_far_from_zero_moves_as_its_spread_and_zeros_stay():
     assert bool((zeros == 0).all())
     slack = sensitivity(logits.softmax(-1), moved.softmax(-1))
     assert bool((slack <= 1e-3 * logits.softmax(-1)).all())
+
+
+def test_the_slack_is_at_least_a_few_rounding_units_of_the_row_s_magnitude():
+    """What no input perturbation shows (integer codes times float scales; a scan that
+    climbs and falls back) still gets ROUNDING_UNITS of its row's magnitude."""
+    from tunegate.autotune.check import ROUNDING_UNITS
+
+    expected = torch.tensor([[9000.0, 4000.0, 0.5]])
+    slack = sensitivity(expected, expected.clone())  # nothing moved
+    floor = ROUNDING_UNITS * torch.finfo(torch.float32).eps / 2 * 9000.0
+    assert torch.allclose(slack, torch.full((1, 3), floor))

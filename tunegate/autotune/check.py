@@ -32,7 +32,8 @@ output's `sensitivity` is measured: the same computation (the baseline config, o
 reference) again on the draw with every float input moved by a relative `perturbation`
 (float32's rtol, about a thousand of its rounding units; of its spread where data sits far
 from zero: `perturb`), and how far each element moved is
-allowed on top, at least its row's median move (one element's move may be small by chance).
+allowed on top, at least its row's median move (one element's move may be small by chance)
+and `ROUNDING_UNITS` of its row's magnitude (what no input perturbation shows).
 Another order of additions is a far smaller change of the inputs than that, while a wrong
 element (a block skipped, stale data, small values flushed to zero) is off by more.
 """
@@ -145,16 +146,26 @@ def perturb(tensors: list[torch.Tensor], nominal: float, seed: int) -> float:
     return nominal / step
 
 
+# A floor under a `sensitivity`, in rounding units of the row's magnitude (`_row_scale`): what
+# no input perturbation shows, an element computed from partial sums of its row's size (a
+# scan that climbs and falls back; integer codes, which are not perturbed, times float scales)
+# carries about sqrt(terms) rounding units of them: 64 for 4096 terms.
+ROUNDING_UNITS = 64
+
+
 def sensitivity(expected: torch.Tensor, moved: torch.Tensor) -> torch.Tensor:
     """Per element, how far the expected output `moved` when its inputs were perturbed
-    (`perturbation`), at least its row's (last dimension's) median move, NaN and inf counting
-    as no move: the slack a comparison with `expected` allows on top of its tolerance."""
+    (`perturbation`), at least its row's (last dimension's) median move and `ROUNDING_UNITS`
+    of its row's magnitude, NaN and inf counting as no move: the slack a comparison with
+    `expected` allows on top of its tolerance."""
     wide = _wide(expected.dtype)
     move = (moved.detach().to(expected.device, wide) - expected.detach().to(wide)).abs()
     move = move.nan_to_num_(nan=0.0, posinf=0.0)
     if move.dim() == 0 or move.shape[-1] == 0:
         return move
-    return torch.maximum(move, move.median(dim=-1, keepdim=True).values)
+    rounding = _row_scale(expected.detach().to(wide)).mul_(
+        ROUNDING_UNITS * torch.finfo(wide).eps / 2)
+    return torch.maximum(torch.maximum(move, move.median(dim=-1, keepdim=True).values), rounding)
 
 
 def _poison_value(dtype: torch.dtype, second: bool) -> float | int | bool:
