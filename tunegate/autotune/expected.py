@@ -35,7 +35,7 @@ class Expected(BaseModel):
     tensors: dict[str, torch.Tensor]
     written: dict[str, torch.Tensor] = {}
     margins: dict[tuple[str, ...], torch.Tensor] = {}
-    drawn: dict[str, Any] | None = None
+    drawn: dict[str, Any]
     _slack: dict[str, torch.Tensor] | None = PrivateAttr(default=None)
 
     def compared(self, args: Args) -> dict[str, torch.Tensor]:
