@@ -85,3 +85,14 @@ def test_the_slack_is_at_least_a_few_rounding_units_of_the_row_s_magnitude():
     slack = sensitivity(expected, expected.clone())  # nothing moved
     floor = ROUNDING_UNITS * torch.finfo(torch.float32).eps / 2 * 9000.0
     assert torch.allclose(slack, torch.full((1, 3), floor))
+
+
+def test_a_layer_norm_of_rows_far_from_zero_keeps_other_orders_and_rejects_n_minus_1():
+    """Rows of mean 100: moving each input by 1e-4 of 100 moved the normalised outputs by ~2%,
+    and a variance divided by N - 1 (0.1% off) passed; moved by 1e-4 of their spread, it fails,
+    and summing 64 at a time instead of 16 passes."""
+    runner = Runner(jk.LAYER_NORM_OFFSET, seed=0, baseline=Config(values={"CHUNK": 16,
+                                                                          "UNBIASED": 0}))
+    assert runner.check(Config(values={"CHUNK": 64, "UNBIASED": 0}), 2).mismatch is None
+    bad = runner.check(Config(values={"CHUNK": 16, "UNBIASED": 1}), 1).mismatch
+    assert bad is not None and bad.perturbed

@@ -307,3 +307,40 @@ TINY_GRADIENT = Task(name="tiny_gradient", kernel=tiny_gradient,
                                              "DOUBLE": _choice(0, 1)}),
                      grid=lambda meta: (triton.cdiv(2000, meta["BLOCK"]),),
                      make_inputs=tiny_gradient_inputs, outputs=("dx_ptr",))
+
+
+@triton.jit
+def layer_norm_rows(x_ptr, y_ptr, N, CHUNK: tl.constexpr, UNBIASED: tl.constexpr):
+    """y = (x - mean) / sqrt(var + 1e-5) per row, mean and variance summed CHUNK elements at a
+    time (CHUNK decides the order of the additions). UNBIASED=1 divides the variance by N - 1:
+    every output off by about 1/(2N)."""
+    row = tl.program_id(0)
+    acc = tl.zeros((CHUNK,), dtype=tl.float32)
+    for start in range(0, N, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    mean = tl.sum(acc, axis=0) / N
+    acc = tl.zeros((CHUNK,), dtype=tl.float32)
+    for start in range(0, N, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        d = tl.where(cols < N, tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0) - mean,
+                     0.0)
+        acc += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / (N - UNBIASED) + 1e-5)
+    for start in range(0, N, CHUNK):
+        cols = start + tl.arange(0, CHUNK)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        tl.store(y_ptr + row * N + cols, (x - mean) * rstd, mask=cols < N)
+
+
+def offset_rows_inputs(seed: int, device: str) -> dict:
+    """Rows of mean 100 and spread 0.5 (activations far from zero)."""
+    g = torch.Generator().manual_seed(seed)
+    x = 100 + 0.5 * torch.randn(4, 500, generator=g)
+    return {"x_ptr": x.to(device), "y_ptr": torch.empty(4, 500, device=device), "N": 500}
+
+
+LAYER_NORM_OFFSET = Task(name="layer_norm_rows", kernel=layer_norm_rows,
+                         space=Space(parameters={"CHUNK": _choice(16, 64),
+                                                 "UNBIASED": _choice(0, 1)}),
+                         grid=(4,), make_inputs=offset_rows_inputs, outputs=("y_ptr",))
